@@ -1,0 +1,10 @@
+"""Graph-level passes, one per file, each registered here under its pass name."""
+
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
+
+
+def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """graphopt's passes by name, imported lazily (as xDSL does for its own)."""
+    return {}
