@@ -5,6 +5,12 @@ from collections.abc import Callable
 from xdsl.passes import ModulePass
 
 
+def _fuse() -> type[ModulePass]:
+    from graphopt.transforms.fuse import FusePass
+
+    return FusePass
+
+
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """graphopt's passes by name, imported lazily (as xDSL does for its own)."""
-    return {}
+    return {"fuse": _fuse}
