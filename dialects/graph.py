@@ -315,9 +315,10 @@ class ConstantOp(GraphOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> ConstantOp:
+        start = parser.pos
         value = parser.parse_attribute()
         if not isinstance(value, DenseIntOrFPElementsAttr):
-            parser.raise_error("graph.constant expects dense elements, e.g. dense<1.0> : tensor<4xf32>")
+            parser.raise_error("graph.constant expects dense elements, e.g. dense<1.0> : tensor<4xf32>", start, parser.pos)
         extra = parser.parse_optional_attr_dict()
         op = cls(value)
         op.attributes.update(extra)

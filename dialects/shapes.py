@@ -49,7 +49,9 @@ def broadcast(*shapes: Sequence[int], names: Sequence[str] | None = None) -> Sha
 
 
 def broadcast_to(shape: Shape, target: Shape) -> Shape:
-    if broadcast(shape, target) != tuple(target):
+    """NumPy's broadcast_to: aligned right, each dim of `shape` is 1 or the target's."""
+    leading = len(target) - len(shape)
+    if leading < 0 or any(d not in (1, t) for d, t in zip(shape, target[leading:])):
         raise ShapeError(f"input {fmt(shape)} cannot be broadcast to {fmt(target)}")
     return tuple(target)
 

@@ -11,6 +11,24 @@ def _fuse() -> type[ModulePass]:
     return FusePass
 
 
+def _outline() -> type[ModulePass]:
+    from graphopt.transforms.outline import OutlinePass
+
+    return OutlinePass
+
+
+def _inline_fused() -> type[ModulePass]:
+    from graphopt.transforms.outline import InlineFusedPass
+
+    return InlineFusedPass
+
+
+def _unfuse() -> type[ModulePass]:
+    from graphopt.transforms.outline import UnfusePass
+
+    return UnfusePass
+
+
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """graphopt's passes by name, imported lazily (as xDSL does for its own)."""
-    return {"fuse": _fuse}
+    return {"fuse": _fuse, "outline": _outline, "inline-fused": _inline_fused, "unfuse": _unfuse}

@@ -465,7 +465,12 @@ class _BlockFusion:
             for operand in op.operands:
                 if operand not in defined and operand not in inputs:
                     inputs.append(operand)
-        outputs = [r for op in group.ops for r in op.results if _needed_outside(r, members, absorbed)]
+        outputs = [
+            r
+            for op in group.ops
+            for r in op.results
+            if r.first_use is None or _needed_outside(r, members, absorbed)  # unused values stay visible
+        ]
         block = Block(arg_types=[v.type for v in inputs])
         mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args))
         for op in body_ops:

@@ -1,0 +1,206 @@
+"""graph-opt and graph-run as a user runs them: subprocesses, files, exit codes, messages."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphopt.tools import graph_opt
+
+BIN = Path(sys.executable).parent
+
+ADD_RELU = """\
+func.func @main(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %sum = graph.add %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %relu = graph.relu %sum : tensor<4x8xf32>
+  func.return %relu : tensor<4x8xf32>
+}
+"""
+
+
+def run_tool(tool: str, *args, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([BIN / tool, *map(str, args)], input=stdin, capture_output=True, text=True)
+
+
+def assert_fails_with(run: subprocess.CompletedProcess, tool: str, *fragments: str) -> None:
+    """Exit code 1 and one message on stderr, naming `fragments`, without a traceback."""
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.startswith(f"{tool}: "), run.stderr
+    assert run.stderr.count(f"{tool}: ") == 1, run.stderr
+    assert "Traceback" not in run.stderr
+    for fragment in fragments:
+        assert fragment in run.stderr
+
+
+@pytest.fixture
+def add_relu(tmp_path: Path) -> Path:
+    path = tmp_path / "add_relu.mlir"
+    path.write_text(ADD_RELU)
+    return path
+
+
+# ---------------------------------------------------------------------------- graph-opt
+
+
+def test_graph_opt_prints_verified_module(add_relu: Path):
+    run = run_tool("graph-opt", add_relu)
+    assert run.returncode == 0, run.stderr
+    assert "%relu = graph.relu %sum : tensor<4x8xf32>" in run.stdout
+
+
+@pytest.mark.parametrize("stdin_args", [[], ["-"]])
+def test_graph_opt_reads_stdin(stdin_args):
+    run = run_tool("graph-opt", *stdin_args, "--print-op-generic", stdin=ADD_RELU)
+    assert run.returncode == 0, run.stderr
+    assert '"graph.relu"(%sum)' in run.stdout
+
+
+def test_graph_opt_writes_output_file(add_relu: Path, tmp_path: Path):
+    out = tmp_path / "out.mlir"
+    run = run_tool("graph-opt", add_relu, "-o", out)
+    assert run.returncode == 0 and run.stdout == ""
+    assert "graph.add %a, %b" in out.read_text()
+
+
+def test_graph_opt_split_input_file(tmp_path: Path):
+    path = tmp_path / "two.mlir"
+    path.write_text(ADD_RELU + "// -----\n" + ADD_RELU.replace("@main", "@other"))
+    run = run_tool("graph-opt", path, "--split-input-file")
+    first, second = run.stdout.split("// -----\n")
+    assert "@main" in first and "@other" in second
+
+
+BAD_MODULES = {
+    "malformed": ("  %relu = graph.relu %sum : tensor<4x8xf32\n", 5, 3, "Expected '>'"),
+    "unknown op": ("  %relu = graph.frobnicate %sum : tensor<4x8xf32>\n", 4, 29, "graph.frobnicate is not registered"),
+    "bad attribute": ("  %relu = graph.gelu %sum {approximate = 1} : tensor<4x8xf32>\n", 4, 3, "approximate"),
+    "shape mismatch": ("  %relu = graph.reshape %sum : (tensor<4x8xf32>) -> tensor<33xf32>\n", 4, 3, "cannot reshape [4, 8]"),
+    "dynamic dims": ("  %relu = graph.relu %sum : tensor<?x8xf32>\n", 4, 3, "dynamic dimension"),
+}
+
+
+@pytest.mark.parametrize("bad_line, line, col, message", BAD_MODULES.values(), ids=BAD_MODULES.keys())
+def test_graph_opt_reports_bad_input_at_its_location(tmp_path: Path, bad_line, line, col, message):
+    path = tmp_path / "bad.mlir"
+    lines = ADD_RELU.splitlines(keepends=True)
+    lines[2] = bad_line
+    path.write_text("".join(lines))
+    assert_fails_with(run_tool("graph-opt", path), "graph-opt", f"{path}:{line}:{col}: error:", message)
+
+
+def test_graph_opt_verify_diagnostics_prints_on_stdout(tmp_path: Path):
+    path = tmp_path / "bad.mlir"
+    path.write_text(ADD_RELU.replace("tensor<8xf32>", "tensor<7xf32>"))
+    run = run_tool("graph-opt", path, "--verify-diagnostics")
+    assert run.returncode == 0
+    assert f"{path}:2:3: error: graph.add: operands 'a' [4, 8], 'b' [7]" in run.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [(["-p", "no-such-pass"], "no-such-pass"), (["-p", "cse{bogus=1}"], "bogus"), (["no-such-file.mlir"], "no-such-file.mlir")],
+)
+def test_graph_opt_reports_bad_arguments(add_relu: Path, args, message):
+    assert_fails_with(run_tool("graph-opt", add_relu, *args), "graph-opt", message)
+
+
+def test_shorthand_flags_prepend_passes_in_order(add_relu: Path, monkeypatch):
+    monkeypatch.setitem(graph_opt.PASS_FLAGS, "cse", "common subexpressions")
+    monkeypatch.setitem(graph_opt.PASS_FLAGS, "canonicalize", "canonical forms")
+    tool = graph_opt.GraphOptMain([str(add_relu), "--canonicalize", "--cse", "-p", "dce"])
+    assert tool.args.passes == "canonicalize,cse,dce"
+
+
+def test_shorthand_flag_options():
+    assert graph_opt.shorthand_pass_spec("fuse", "") == "fuse"
+    assert graph_opt.shorthand_pass_spec("fuse", "max-ops=8,sizes=1,2,mode=x") == "fuse{max-ops=8 sizes=1,2 mode=x}"
+
+
+def test_shorthand_flag_of_missing_pass_fails_only_when_used(add_relu: Path, monkeypatch, capsys):
+    monkeypatch.setitem(graph_opt.PASS_FLAGS, "not-yet-written", "a pass still to come")
+    graph_opt.main([str(add_relu)])
+    with pytest.raises(SystemExit) as exit_info:
+        graph_opt.main([str(add_relu), "--not-yet-written=level=2"])
+    assert exit_info.value.code == 1
+    assert "not-yet-written" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------- graph-run
+
+
+def test_graph_run_random_inputs_follow_the_seed(add_relu: Path):
+    first, again, other = (run_tool("graph-run", add_relu, "--seed", seed) for seed in (1, 1, 2))
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == again.stdout != other.stdout
+    assert first.stdout.startswith("result_0: shape (4, 8) float32  min ")
+    assert run_tool("graph-run", add_relu).stdout == run_tool("graph-run", add_relu, "--seed", 0).stdout
+
+
+def test_graph_run_random_inputs_match_argument_types(tmp_path: Path):
+    path = tmp_path / "types.mlir"
+    path.write_text(
+        "func.func @main(%i: tensor<3xi32>, %c: tensor<2xi1>, %h: tensor<2xf16>) -> (tensor<3xi32>, tensor<2xi1>, tensor<2xf16>) {\n"
+        "  func.return %i, %c, %h : tensor<3xi32>, tensor<2xi1>, tensor<2xf16>\n}\n"
+    )
+    out = tmp_path / "out.npz"
+    run = run_tool("graph-run", path, "-o", out)
+    assert run.returncode == 0, run.stderr
+    with np.load(out) as results:
+        assert [results[f"result_{i}"].dtype for i in range(3)] == [np.int32, np.bool_, np.float16]
+        assert results["result_0"].min() >= 0
+
+
+def test_graph_run_npy_inputs_and_output_file(add_relu: Path, tmp_path: Path):
+    a = np.linspace(-2, 2, 32, dtype=np.float32).reshape(4, 8)
+    b = np.arange(8, dtype=np.float32) - 4
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    out = tmp_path / "out.npz"
+    run = run_tool("graph-run", add_relu, "--inputs", tmp_path / "a.npy", tmp_path / "b.npy", "-o", out)
+    assert run.returncode == 0, run.stderr
+    expected = np.maximum(a + b, 0)
+    assert f"max {expected.max():.6g}" in run.stdout
+    with np.load(out) as results:
+        np.testing.assert_allclose(results["result_0"], expected)
+
+
+def test_graph_run_npz_inputs_by_name_then_position(add_relu: Path, tmp_path: Path):
+    a = -np.ones((4, 8), np.float32)
+    b = np.arange(8, dtype=np.float32)
+    np.savez(tmp_path / "in.npz", b=b, arr_0=a)
+    out = tmp_path / "out.npz"
+    run = run_tool("graph-run", add_relu, "--inputs", tmp_path / "in.npz", "-o", out)
+    assert run.returncode == 0, run.stderr
+    with np.load(out) as results:
+        np.testing.assert_allclose(results["result_0"], np.maximum(a + b, 0))
+
+
+def test_graph_run_entry(add_relu: Path, tmp_path: Path):
+    path = tmp_path / "two.mlir"
+    path.write_text(ADD_RELU + ADD_RELU.replace("@main", "@other").replace("graph.relu", "graph.neg"))
+    np.savez(tmp_path / "in.npz", np.ones((4, 8), np.float32), np.ones(8, np.float32))
+    run = run_tool("graph-run", path, "--entry", "other", "--inputs", tmp_path / "in.npz")
+    assert run.returncode == 0, run.stderr
+    assert "min -2 max -2" in run.stdout
+
+
+def test_graph_run_bad_inputs(add_relu: Path, tmp_path: Path):
+    np.save(tmp_path / "a.npy", np.ones((4, 8), np.float32))
+    np.save(tmp_path / "b.npy", np.ones(7, np.float32))
+    np.savez(tmp_path / "in.npz", q=np.ones(3))
+    a, b, npz = tmp_path / "a.npy", tmp_path / "b.npy", tmp_path / "in.npz"
+    assert_fails_with(run_tool("graph-run", add_relu, "--inputs", a, b), "graph-run", "argument #1 ('b')", "[7]")
+    assert_fails_with(run_tool("graph-run", add_relu, "--inputs", a), "graph-run", "expects 2 arguments")
+    assert_fails_with(run_tool("graph-run", add_relu, "--inputs", npz), "graph-run", "no array 'a' or 'arr_0'")
+    assert_fails_with(run_tool("graph-run", add_relu, "--inputs", a, tmp_path / "none.npy"), "graph-run", "none.npy")
+    assert_fails_with(run_tool("graph-run", add_relu, "--inputs", a, add_relu), "graph-run", "not a NumPy")
+    assert_fails_with(run_tool("graph-run", add_relu, "--entry", "nope"), "graph-run", "@nope")
+
+
+def test_graph_run_bad_module(tmp_path: Path):
+    path = tmp_path / "bad.mlir"
+    path.write_text(ADD_RELU.replace("tensor<8xf32>", "tensor<7xf32>"))
+    assert_fails_with(run_tool("graph-run", path), "graph-run", f"{path}:2:3: error: graph.add")
+    assert_fails_with(run_tool("graph-run", tmp_path / "missing.mlir"), "graph-run", "missing.mlir")
