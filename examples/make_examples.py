@@ -62,12 +62,10 @@ def build_mnist_cnn() -> ModuleOp:
     return b.finish(logits)
 
 
-def build_transformer_block(seq: int = 16, dim: int = 32, heads: int = 2, hidden: int = 64) -> ModuleOp:
-    """One post-norm transformer encoder block: x[seq,dim] -> y[seq,dim]."""
-    rng = np.random.default_rng(3)
+def transformer_block(b: GraphBuilder, x, rng: np.random.Generator, heads: int = 2, hidden: int = 64):
+    """Append one post-norm transformer encoder block to b: x[seq,dim] -> y[seq,dim]."""
+    seq, dim = x.type.get_shape()
     head_dim = dim // heads
-    b = GraphBuilder()
-    x = b.input("x", (seq, dim))
 
     def dense(x, fan_in: int, fan_out: int):
         weights = xavier_normal(rng, (fan_in, fan_out), fan_in, fan_out)
@@ -89,7 +87,13 @@ def build_transformer_block(seq: int = 16, dim: int = 32, heads: int = 2, hidden
 
     attention_out = layer_norm(b.add(x, dense(merged, dim, dim)))
     mlp_out = dense(b.gelu(dense(attention_out, dim, hidden)), hidden, dim)
-    return b.finish(layer_norm(b.add(attention_out, mlp_out)))
+    return layer_norm(b.add(attention_out, mlp_out))
+
+
+def build_transformer_block(seq: int = 16, dim: int = 32) -> ModuleOp:
+    """One post-norm transformer encoder block: x[seq,dim] -> y[seq,dim]."""
+    b = GraphBuilder()
+    return b.finish(transformer_block(b, b.input("x", (seq, dim)), np.random.default_rng(3)))
 
 
 EXAMPLES = {

@@ -46,9 +46,10 @@ def verify_located(module: Operation, locations: dict[Operation, Location]) -> N
         try:
             op.verify(verify_nested_ops=False)
         except VerifyException as e:
+            message = str(e) if str(e).startswith(op.name) else f"{op.name}: {e}"
             where = locations.get(op)
             prefix = f"{where}: " if where else f"in {op.name}: "
-            raise GraphoptError(f"{prefix}error: {e}") from None
+            raise GraphoptError(f"{prefix}error: {message}") from None
 
 
 def parse_text(text: str, name: str = "<input>", ctx: Context | None = None) -> ModuleOp:

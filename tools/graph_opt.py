@@ -49,12 +49,13 @@ def exit_on_error(tool: str) -> Iterator[None]:
 
 
 def describe_error(error: Exception) -> str:
+    """`file:line:col: error: ...` where the error has a location, else `error: ...`."""
     if isinstance(error, ParseError):
         return format_parse_error(error)
     if isinstance(error, OSError) and error.filename is not None:
         return f"error: {error.filename}: {error.strerror}"
     message = str(error)
-    return message if re.match(r"\S+:\d+:\d+: error: ", message) else f"error: {message}"
+    return message if "error: " in message.partition("\n")[0] else f"error: {message}"
 
 
 def shorthand_pass_spec(pass_name: str, options: str) -> str:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -302,7 +302,7 @@ class _BlockFusion:
     def _match(self, pattern: FusionPattern, start: Operation) -> list[Operation] | None:
         g = self.graph
         chain = [start]
-        for name in pattern.ops[1:]:
+        for _ in pattern.ops[1:]:
             successors = g.successors[chain[-1]]
             if len(successors) != 1 or chain[-1] in g.escapes:
                 return None

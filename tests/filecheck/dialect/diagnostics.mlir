@@ -28,9 +28,18 @@ func.func @wrong_result_type(%a: tensor<4x8xf32>, %b: tensor<8xf32>) {
 // -----
 
 func.func @unary_result_type(%x: tensor<4xf32>) {
-  // CHECK: diagnostics.mlir:[[# @LINE + 2]]:3: error: result 'result' at position 0 does not verify:
+  // CHECK: diagnostics.mlir:[[# @LINE + 2]]:3: error: graph.neg: result 'result' at position 0 does not verify:
   // CHECK-NEXT: attribute tensor<4xf32> expected from variable 'T', but got tensor<4xf64>
   %0 = "graph.neg"(%x) : (tensor<4xf32>) -> tensor<4xf64>
+  func.return
+}
+
+// -----
+
+func.func @not_a_tensor(%x: f32) {
+  // CHECK: diagnostics.mlir:[[# @LINE + 2]]:3: error: graph.add: operand 'a' at position 0 does not verify:
+  // CHECK-NEXT: f32 should be of base attribute tensor
+  %0 = "graph.add"(%x, %x) : (f32, f32) -> f32
   func.return
 }
 
@@ -93,8 +102,16 @@ func.func @i1_operand(%x: tensor<4xi1>) {
 // -----
 
 func.func @missing_attribute(%x: tensor<4xf32>) {
-  // CHECK: diagnostics.mlir:[[# @LINE + 1]]:3: error: attribute 'alpha' expected in operation 'graph.leaky_relu'
+  // CHECK: diagnostics.mlir:[[# @LINE + 1]]:3: error: graph.leaky_relu: attribute 'alpha' expected in operation 'graph.leaky_relu'
   %0 = graph.leaky_relu %x : tensor<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @attribute_type(%x: tensor<4xf32>) {
+  // CHECK: diagnostics.mlir:[[# @LINE + 1]]:3: error: graph.gelu: 1 : i64 should be of base attribute string
+  %0 = graph.gelu %x {approximate = 1} : tensor<4xf32>
   func.return
 }
 
@@ -446,6 +463,6 @@ func.func @fused_terminator(%a: tensor<4xf32>) {
 // -----
 
 func.func @yield_outside_fused(%a: tensor<4xf32>) {
-  // CHECK: diagnostics.mlir:[[# @LINE + 1]]:3: error: 'graph.yield' expects parent op 'graph.fused'
+  // CHECK: diagnostics.mlir:[[# @LINE + 1]]:3: error: graph.yield: 'graph.yield' expects parent op 'graph.fused'
   graph.yield %a : tensor<4xf32>
 }

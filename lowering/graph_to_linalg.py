@@ -1,0 +1,467 @@
+"""convert-graph-to-linalg: one kernel per group, a `func.func` on memrefs in destination-passing style.
+
+A `graph.fused` group (or a single graph op, a group of one) becomes a function whose
+arguments are the group's inputs, then its non-splat constants (argument attribute
+`graph.constant` holds the value the runtime passes), then one buffer per result:
+
+    func.func @fused_add_relu_0(%a: memref<4x8xf32>, %b: memref<8xf32>, %out: memref<4x8xf32>) attributes {graph.kernel} {
+      linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>,
+                                       affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+          ins(%a, %b : memref<4x8xf32>, memref<8xf32>) outs(%out : memref<4x8xf32>) {
+      ^bb0(%x: f32, %y: f32, %o: f32):
+        %s = arith.addf %x, %y : f32
+        %z = arith.constant 0.000000e+00 : f32
+        %r = arith.maximumf %s, %z : f32
+        linalg.yield %r : f32
+      }
+      func.return
+    }
+
+Values are computed where they are used: a `LoopBody` evaluates a group value at an affine
+index of its loop dims, so an elementwise chain is one loop body, broadcasting and
+injective ops (transpose, broadcast_to, reshape, slice) are index maps, and nothing is
+stored between ops. A group with one anchor or reduction writes that op's result into the
+output buffer with a few generics (init, contraction or reduction, finish) and then applies
+its elementwise epilogue in place. Row reductions (softmax, log_softmax, layer_norm) keep
+row statistics in row-sized buffers. What cannot be lowered raises `Unsupported`;
+`supports(op)` returns its reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects import arith, func, linalg
+from xdsl.dialects import math as mathd
+from xdsl.dialects import memref
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint
+from xdsl.traits import SymbolTable
+from xdsl.utils.exceptions import PassFailedException
+
+from graphopt.dialects import graph
+from graphopt.dialects.attributes import dense_to_numpy, is_bool, is_float
+from graphopt.dialects.graph import Category, category_of
+
+Index = tuple[AffineExpr, ...]
+KERNEL_ATTR = "graph.kernel"
+CONSTANT_ARG_ATTR = "graph.constant"
+
+
+class Unsupported(Exception):
+    """The group cannot be lowered to linalg; the message says why."""
+
+
+# ----------------------------------------------------------------------------------------
+# Groups
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Group:
+    """The ops of a kernel: its input values, its ops in order and the values it returns."""
+
+    name: str
+    inputs: list[SSAValue]
+    ops: list[Operation]
+    outputs: list[SSAValue]
+
+    @staticmethod
+    def of(op: Operation, name: str | None = None) -> Group:
+        if isinstance(op, graph.FusedOp):
+            block = op.body.block
+            return Group(name or op.group_name.data, list(block.args), list(block.ops)[:-1], list(block.last_op.operands))
+        if not isinstance(op, graph.GraphOp):
+            raise Unsupported(f"'{op.name}' is not a graph op")
+        return Group(name or op.name.removeprefix("graph."), list(op.operands), [op], list(op.results))
+
+
+# ----------------------------------------------------------------------------------------
+# Scalar code: one builder per elementwise op
+# ----------------------------------------------------------------------------------------
+
+
+def _element(value: SSAValue) -> Attribute:
+    t = value.type
+    return t.get_element_type() if isinstance(t, (TensorType, MemRefType)) else t
+
+
+def _by_type(float_op: type[Operation], int_op: type[Operation] | None = None):
+    """Builder of `float_op(*args)` on floats, `int_op(*args)` on integers."""
+
+    def build(body: LoopBody, op, *args):
+        return body.emit((float_op if is_float(args[0].type) else int_op)(*args))
+
+    return build
+
+
+def _math(op_class: type[Operation]):
+    return lambda body, op, x: body.emit(op_class(x))
+
+
+def _neg(body, op, x):
+    if is_float(x.type):
+        return body.emit(arith.NegfOp(x))
+    return body.emit(arith.SubiOp(body.constant(0, x.type), x))
+
+
+def _relu(body, op, x):
+    return _by_type(arith.MaximumfOp, arith.MaxSIOp)(body, op, x, body.constant(0, x.type))
+
+
+def _reciprocal(body, x):
+    return body.emit(arith.DivfOp(body.constant(1.0, x.type), x))
+
+
+def _sigmoid(body, op, x):
+    one = body.constant(1.0, x.type)
+    return _reciprocal(body, body.emit(arith.AddfOp(one, body.emit(mathd.ExpOp(body.emit(arith.NegfOp(x)))))))
+
+
+def _gelu(body, op, x):
+    """0.5 x (1 + erf(x / sqrt 2)), or with tanh(sqrt(2/pi) (x + 0.044715 x^3))."""
+    c = lambda v: body.constant(v, x.type)  # noqa: E731
+    mul = lambda a, b: body.emit(arith.MulfOp(a, b))  # noqa: E731
+    if op.get("approximate") == "tanh":
+        cube = mul(mul(x, x), x)
+        inner = mul(c(math.sqrt(2 / math.pi)), body.emit(arith.AddfOp(x, mul(c(0.044715), cube))))
+        gate = body.emit(mathd.TanhOp(inner))
+    else:
+        gate = body.emit(mathd.ErfOp(body.emit(arith.DivfOp(x, c(math.sqrt(2))))))
+    return mul(mul(c(0.5), x), body.emit(arith.AddfOp(c(1.0), gate)))
+
+
+def _leaky_relu(body, op, x):
+    non_negative = body.emit(arith.CmpfOp(x, body.constant(0.0, x.type), "oge"))
+    scaled = body.emit(arith.MulfOp(body.constant(op.get("alpha"), x.type), x))
+    return body.emit(arith.SelectOp(non_negative, x, scaled))
+
+
+def _clip(body, op, x):
+    """Clamp to [min, max]; NaN stays NaN, integer tensors clamp to the integers in the range."""
+    low, high = op.get("min"), op.get("max")
+    if not is_float(x.type):
+        limits = np.iinfo(f"int{x.type.width.data}")
+        low = None if low is None else math.ceil(max(low, limits.min))
+        high = None if high is None else math.floor(min(high, limits.max))
+    if low is not None:
+        x = _by_type(arith.MaximumfOp, arith.MaxSIOp)(body, op, x, body.constant(low, x.type))
+    if high is not None:
+        x = _by_type(arith.MinimumfOp, arith.MinSIOp)(body, op, x, body.constant(high, x.type))
+    return x
+
+
+def _cast(body, op, x):
+    """NumPy astype: to i1 is `!= 0` (NaN is true), from i1 is unsigned."""
+    source, target = x.type, op.result.type.get_element_type()
+    if source == target:
+        return x
+    if is_bool(target):
+        if is_float(source):
+            return body.emit(arith.CmpfOp(x, body.constant(0.0, source), "une"))
+        return body.emit(arith.CmpiOp(x, body.constant(0, source), "ne"))
+    if is_float(source) and is_float(target):
+        wider = target.bitwidth > source.bitwidth
+        return body.emit((arith.ExtFOp if wider else arith.TruncFOp)(x, target))
+    if is_float(source):
+        return body.emit(arith.FPToSIOp(x, target))
+    if is_float(target):
+        return body.emit((arith.UIToFPOp if is_bool(source) else arith.SIToFPOp)(x, target))
+    if target.width.data > source.width.data:
+        return body.emit((arith.ExtUIOp if is_bool(source) else arith.ExtSIOp)(x, target))
+    return body.emit(arith.TruncIOp(x, target))
+
+
+FLOAT_PREDICATES = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
+"""NumPy comparisons on floats: every predicate is false on NaN but `ne`, which is true."""
+INT_PREDICATES = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
+
+
+def _cmp(body, op, a, b):
+    predicate = op.get("predicate")
+    if is_float(a.type):
+        return body.emit(arith.CmpfOp(a, b, FLOAT_PREDICATES[predicate]))
+    return body.emit(arith.CmpiOp(a, b, INT_PREDICATES[predicate]))
+
+
+def _batch_norm(body, op, x, scale, bias, mean, var):
+    """(x - mean) / sqrt(var + epsilon) * scale + bias."""
+    std = body.emit(mathd.SqrtOp(body.emit(arith.AddfOp(var, body.constant(op.get("epsilon"), x.type)))))
+    normalized = body.emit(arith.DivfOp(body.emit(arith.SubfOp(x, mean)), std))
+    return body.emit(arith.AddfOp(body.emit(arith.MulfOp(normalized, scale)), bias))
+
+
+ScalarBuilder = Callable[..., SSAValue]
+
+SCALAR_BUILDERS: dict[str, ScalarBuilder] = {
+    "graph.neg": _neg,
+    "graph.abs": _by_type(mathd.AbsFOp, mathd.AbsIOp),
+    "graph.relu": _relu,
+    "graph.exp": _math(mathd.ExpOp),
+    "graph.log": _math(mathd.LogOp),
+    "graph.sqrt": _math(mathd.SqrtOp),
+    "graph.rsqrt": _math(mathd.RsqrtOp),
+    "graph.reciprocal": lambda body, op, x: _reciprocal(body, x),
+    "graph.tanh": _math(mathd.TanhOp),
+    "graph.sigmoid": _sigmoid,
+    "graph.erf": _math(mathd.ErfOp),
+    "graph.sin": _math(mathd.SinOp),
+    "graph.cos": _math(mathd.CosOp),
+    "graph.floor": _math(mathd.FloorOp),
+    "graph.ceil": _math(mathd.CeilOp),
+    "graph.gelu": _gelu,
+    "graph.leaky_relu": _leaky_relu,
+    "graph.clip": _clip,
+    "graph.cast": _cast,
+    "graph.add": _by_type(arith.AddfOp, arith.AddiOp),
+    "graph.sub": _by_type(arith.SubfOp, arith.SubiOp),
+    "graph.mul": _by_type(arith.MulfOp, arith.MuliOp),
+    "graph.div": _by_type(arith.DivfOp),
+    "graph.pow": _by_type(mathd.PowFOp),
+    "graph.max": _by_type(arith.MaximumfOp, arith.MaxSIOp),
+    "graph.min": _by_type(arith.MinimumfOp, arith.MinSIOp),
+    "graph.cmp": _cmp,
+    "graph.select": lambda body, op, cond, a, b: body.emit(arith.SelectOp(cond, a, b)),
+    "graph.batch_norm": _batch_norm,
+}
+"""Elementwise op name -> builder of its scalar code from its operands' scalars."""
+
+
+# ----------------------------------------------------------------------------------------
+# Indices: where an op reads its operands, given the index of its result element
+# ----------------------------------------------------------------------------------------
+
+
+def broadcast_index(index: Index, shape: Sequence[int], result_shape: Sequence[int]) -> Index:
+    """NumPy broadcasting: leading dims dropped, stretched size-1 dims read at 0."""
+    offset = len(index) - len(shape)
+    return tuple(
+        AffineExpr.constant(0) if size == 1 and full != 1 else e
+        for size, full, e in zip(shape, result_shape[offset:], index[offset:])
+    )
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    return tuple(value.type.get_shape())
+
+
+def _transpose_index(op, index: Index) -> Index:
+    source = [AffineExpr.constant(0)] * len(index)
+    for position, axis in enumerate(op.get("perm")):
+        source[axis] = index[position]
+    return tuple(source)
+
+
+def _strides(shape: Sequence[int]) -> list[int]:
+    return [math.prod(shape[i + 1 :]) for i in range(len(shape))]
+
+
+def _reshape_index(op, index: Index) -> Index:
+    """Row-major: the linear position of the result element, split over the operand's dims."""
+    linear = AffineExpr.constant(0)
+    for e, stride in zip(index, _strides(_shape(op.result))):
+        linear = linear + e * stride
+    shape = _shape(op.x)
+    source = []
+    for axis, (size, stride) in enumerate(zip(shape, _strides(shape))):
+        e = linear if stride == 1 else linear // stride
+        source.append(AffineExpr.constant(0) if size == 1 else e if axis == 0 else e % size)
+    return tuple(source)
+
+
+def _slice_index(op, index: Index) -> Index:
+    bounds = zip(_shape(op.x), op.get("starts"), op.get("ends"), op.get("steps"))
+    starts = [slice(*b).indices(size) for size, *b in bounds]
+    return tuple(e * step + start for e, (start, _, step) in zip(index, starts))
+
+
+INDEX_RULES: dict[str, Callable[[graph.GraphOp, Index], Index]] = {
+    "graph.transpose": _transpose_index,
+    "graph.broadcast_to": lambda op, index: broadcast_index(index, _shape(op.x), _shape(op.result)),
+    "graph.reshape": _reshape_index,
+    "graph.slice": _slice_index,
+}
+"""Injective op name -> index of its operand element that a result element copies."""
+
+
+def operand_indices(op: graph.GraphOp, index: Index) -> list[Index]:
+    """Where an elementwise op reads each operand (batch_norm's parameters: at the channel)."""
+    if isinstance(op, graph.BatchNormOp):
+        return [index] + [(index[1],)] * 4
+    return [broadcast_index(index, _shape(o), _shape(op.results[0])) for o in op.operands]
+
+
+# ----------------------------------------------------------------------------------------
+# Loop bodies and kernels
+# ----------------------------------------------------------------------------------------
+
+
+def _is_splat(array: np.ndarray) -> bool:
+    flat = array.reshape(-1)
+    return flat.size <= 1 or bool((flat.view(np.uint8).reshape(flat.size, -1) == flat[:1].view(np.uint8)).all())
+
+
+class LoopBody:
+    """One linalg.generic under construction: group values evaluated at affine indices of its dims.
+
+    Each (buffer, index) read becomes an input operand with that indexing map; a read of an
+    output buffer at its own index is the output's block argument (in-place update).
+    """
+
+    def __init__(self, kernel: Kernel, iterators: Sequence[str], outputs: Sequence[tuple[SSAValue, Index]]):
+        self.kernel = kernel
+        self.iterators = iterators
+        self.outputs = list(outputs)
+        self.inputs: list[tuple[SSAValue, Index]] = []
+        self.block = Block(arg_types=[_element(buffer) for buffer, _ in outputs])
+        self.builder = Builder(InsertPoint.at_end(self.block))
+        self.scalars: dict[tuple[SSAValue, Index], SSAValue] = {}
+
+    @property
+    def dims(self) -> Index:
+        return tuple(AffineExpr.dimension(i) for i in range(len(self.iterators)))
+
+    def emit(self, op: Operation) -> SSAValue:
+        self.builder.insert(op)
+        return op.results[0]
+
+    def constant(self, value: float | int, element: Attribute) -> SSAValue:
+        if is_float(element):
+            return self.emit(arith.ConstantOp(FloatAttr(float(value), element)))
+        return self.emit(arith.ConstantOp(IntegerAttr(int(value), element)))
+
+    def output(self, position: int) -> SSAValue:
+        """The current value of output `position` (the accumulator of a reduction)."""
+        return self.block.args[len(self.inputs) + position]
+
+    def read(self, buffer: SSAValue, index: Index) -> SSAValue:
+        """The element of `buffer` at `index`."""
+        for position, (out, out_index) in enumerate(self.outputs):
+            if out is buffer:
+                if out_index != index:
+                    raise Unsupported("an epilogue reads the anchor or reduction result at another element")
+                return self.output(position)
+        key = (buffer, index)
+        if key not in self.scalars:
+            self.scalars[key] = self.block.insert_arg(_element(buffer), len(self.inputs))
+            self.inputs.append(key)
+        return self.scalars[key]
+
+    def value(self, value: SSAValue, index: Index) -> SSAValue:
+        """Scalar code of group value `value` at `index` (each pair computed once)."""
+        key = (value, index)
+        if key not in self.scalars:
+            self.scalars[key] = self._compute(value, index)
+        return self.scalars[key]
+
+    def _compute(self, value: SSAValue, index: Index) -> SSAValue:
+        if value in self.kernel.buffers:
+            return self.read(self.kernel.buffers[value], index)
+        op = value.owner
+        if isinstance(op, graph.ConstantOp):
+            return self.constant(dense_to_numpy(op.value).reshape(-1)[0].item(), _element(value))
+        if op.name in INDEX_RULES:
+            return self.value(op.operands[0], INDEX_RULES[op.name](op, index))
+        if op.name in SCALAR_BUILDERS:
+            args = [self.value(o, i) for o, i in zip(op.operands, operand_indices(op, index))]
+            return SCALAR_BUILDERS[op.name](self, op, *args)
+        raise Unsupported(f"'{op.name}' cannot be computed inside a loop body")
+
+    def finish(self, results: Sequence[SSAValue]) -> linalg.GenericOp:
+        """Yield `results` to the outputs and add the generic to the kernel."""
+        self.builder.insert(linalg.YieldOp(*results))
+        rank = len(self.iterators)
+        maps = [AffineMapAttr(AffineMap(rank, 0, index)) for _, index in self.inputs + self.outputs]
+        generic = linalg.GenericOp(
+            [buffer for buffer, _ in self.inputs],
+            [buffer for buffer, _ in self.outputs],
+            Region(self.block),
+            maps,
+            [linalg.IteratorTypeAttr(linalg.IteratorType(kind)) for kind in self.iterators],
+        )
+        try:
+            generic.get_shapes_to_loops_map()
+        except NotImplementedError:
+            raise Unsupported("a loop dimension is not the plain index of any operand (its bound is unknown)") from None
+        self.kernel.builder.insert(generic)
+        return generic
+
+
+class Kernel:
+    """The function of one group: argument buffers, temporaries, and the generics over them."""
+
+    def __init__(self, group: Group):
+        self.group = group
+        constants = [
+            op.result
+            for op in group.ops
+            if isinstance(op, graph.ConstantOp) and not _is_splat(dense_to_numpy(op.value))
+        ]
+        values = group.inputs + constants + group.outputs
+        self.block = Block(arg_types=[MemRefType(_element(v), _shape(v)) for v in values])
+        self.builder = Builder(InsertPoint.at_end(self.block))
+        self.constants = constants
+        args = list(self.block.args)
+        self.buffers: dict[SSAValue, SSAValue] = dict(zip(group.inputs + constants, args))
+        """Group values already held in a buffer, by value."""
+        self.results = args[len(group.inputs) + len(constants) :]
+        self.temporaries: list[SSAValue] = []
+
+    def loop(self, iterators: Sequence[str], outputs: Sequence[tuple[SSAValue, Index]]) -> LoopBody:
+        return LoopBody(self, iterators, outputs)
+
+    def parallel(self, buffer: SSAValue) -> LoopBody:
+        """A loop over every element of `buffer`, writing it."""
+        rank = len(buffer.type.get_shape())
+        body = self.loop(["parallel"] * rank, [(buffer, tuple(AffineExpr.dimension(i) for i in range(rank)))])
+        return body
+
+    def fill(self, buffer: SSAValue, value: float) -> None:
+        body = self.parallel(buffer)
+        body.finish([body.constant(value, _element(buffer))])
+
+    def temporary(self, shape: Sequence[int], element: Attribute) -> SSAValue:
+        alloc = memref.AllocOp.get(element, shape=list(shape))
+        self.builder.insert(alloc)
+        self.temporaries.append(alloc.memref)
+        return alloc.memref
+
+    def finish(self) -> func.FuncOp:
+        for buffer in self.temporaries:
+            self.builder.insert(memref.DeallocOp.get(buffer))
+        self.builder.insert(func.ReturnOp())
+        arg_types = [a.type for a in self.block.args]
+        kernel = func.FuncOp(self.group.name, (arg_types, []), Region(self.block))
+        kernel.attributes[KERNEL_ATTR] = UnitAttr()
+        n = len(self.group.inputs)
+        arg_attrs = [{} for _ in arg_types]
+        for position, constant in enumerate(self.constants):
+            arg_attrs[n + position] = {CONSTANT_ARG_ATTR: constant.owner.value}
+        if self.constants:
+            kernel.arg_attrs = _array([DictionaryAttr(a) for a in arg_attrs])
+        return kernel
+
+
+def _array(attrs):
+    from xdsl.dialects.builtin import ArrayAttr
+
+    return ArrayAttr(attrs)
