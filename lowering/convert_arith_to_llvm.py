@@ -10,9 +10,24 @@ fptoui saturate (`llvm.fptosi.sat`), so NaN gives 0 and out-of-range values clam
 
 from dataclasses import dataclass
 
+from graphopt.lowering.llvm_types import (
+    intrinsic_call,
+    intrinsic_suffix,
+    llvm_operands,
+    llvm_type,
+    replace_with_llvm,
+)
 from xdsl.context import Context
 from xdsl.dialects import arith, llvm
-from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, IntegerType, ModuleOp, i1, i64
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    i1,
+    i64,
+)
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -23,8 +38,6 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 from xdsl.utils.exceptions import DiagnosticException
-
-from graphopt.lowering.llvm_types import intrinsic_call, intrinsic_suffix, llvm_operands, llvm_type, replace_with_llvm
 
 BINARY_OPS: dict[type[Operation], type[Operation]] = {
     arith.AddfOp: llvm.FAddOp,

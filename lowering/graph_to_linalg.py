@@ -36,23 +36,31 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import arith, func, linalg
+from xdsl.dialects import arith, func, memref
 from xdsl.dialects import math as mathd
-from xdsl.dialects import memref
 from xdsl.dialects.builtin import (
     AffineMapAttr,
+    ArrayAttr,
     DictionaryAttr,
     FloatAttr,
+    IndexType,
     IntegerAttr,
-    IntegerType,
     MemRefType,
     ModuleOp,
-    StringAttr,
     TensorType,
     UnitAttr,
 )
+from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
+from xdsl.dialects.linalg.ops import GenericOp, IndexOp
+from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.ir.affine import (
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+)
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 from xdsl.traits import SymbolTable
@@ -60,7 +68,6 @@ from xdsl.utils.exceptions import PassFailedException
 
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy, is_bool, is_float
-from graphopt.dialects.graph import Category, category_of
 
 Index = tuple[AffineExpr, ...]
 KERNEL_ATTR = "graph.kernel"
@@ -89,7 +96,9 @@ class Group:
     def of(op: Operation, name: str | None = None) -> Group:
         if isinstance(op, graph.FusedOp):
             block = op.body.block
-            return Group(name or op.group_name.data, list(block.args), list(block.ops)[:-1], list(block.last_op.operands))
+            return Group(
+                name or op.group_name.data, list(block.args), list(block.ops)[:-1], list(block.last_op.operands)
+            )
         if not isinstance(op, graph.GraphOp):
             raise Unsupported(f"'{op.name}' is not a graph op")
         return Group(name or op.name.removeprefix("graph."), list(op.operands), [op], list(op.results))
@@ -139,8 +148,8 @@ def _sigmoid(body, op, x):
 
 def _gelu(body, op, x):
     """0.5 x (1 + erf(x / sqrt 2)), or with tanh(sqrt(2/pi) (x + 0.044715 x^3))."""
-    c = lambda v: body.constant(v, x.type)  # noqa: E731
-    mul = lambda a, b: body.emit(arith.MulfOp(a, b))  # noqa: E731
+    c = lambda v: body.constant(v, x.type)
+    mul = lambda a, b: body.emit(arith.MulfOp(a, b))
     if op.get("approximate") == "tanh":
         cube = mul(mul(x, x), x)
         inner = mul(c(math.sqrt(2 / math.pi)), body.emit(arith.AddfOp(x, mul(c(0.044715), cube))))
@@ -315,6 +324,23 @@ def operand_indices(op: graph.GraphOp, index: Index) -> list[Index]:
 # ----------------------------------------------------------------------------------------
 
 
+def _iterators(rank: int, reduced: set[int]) -> list[str]:
+    return ["reduction" if i in reduced else "parallel" for i in range(rank)]
+
+
+INDEX_ARITHMETIC = {
+    AffineBinaryOpKind.Add: arith.AddiOp,
+    AffineBinaryOpKind.Mul: arith.MuliOp,
+    AffineBinaryOpKind.FloorDiv: arith.FloorDivSIOp,
+    AffineBinaryOpKind.Mod: arith.RemSIOp,
+}
+"""Affine operations on index values (operands are never negative, so mod is remsi)."""
+
+
+def _dims(rank: int) -> Index:
+    return tuple(AffineExpr.dimension(i) for i in range(rank))
+
+
 def _is_splat(array: np.ndarray) -> bool:
     flat = array.reshape(-1)
     return flat.size <= 1 or bool((flat.view(np.uint8).reshape(flat.size, -1) == flat[:1].view(np.uint8)).all())
@@ -327,9 +353,12 @@ class LoopBody:
     output buffer at its own index is the output's block argument (in-place update).
     """
 
-    def __init__(self, kernel: Kernel, iterators: Sequence[str], outputs: Sequence[tuple[SSAValue, Index]]):
+    def __init__(
+        self, kernel: Kernel, bounds: Sequence[int], reduced: set[int], outputs: Sequence[tuple[SSAValue, Index]]
+    ):
         self.kernel = kernel
-        self.iterators = iterators
+        self.bounds = tuple(bounds)
+        self.iterators = _iterators(len(bounds), reduced)
         self.outputs = list(outputs)
         self.inputs: list[tuple[SSAValue, Index]] = []
         self.block = Block(arg_types=[_element(buffer) for buffer, _ in outputs])
@@ -338,13 +367,13 @@ class LoopBody:
 
     @property
     def dims(self) -> Index:
-        return tuple(AffineExpr.dimension(i) for i in range(len(self.iterators)))
+        return _dims(len(self.iterators))
 
     def emit(self, op: Operation) -> SSAValue:
         self.builder.insert(op)
         return op.results[0]
 
-    def constant(self, value: float | int, element: Attribute) -> SSAValue:
+    def constant(self, value: float, element: Attribute) -> SSAValue:
         if is_float(element):
             return self.emit(arith.ConstantOp(FloatAttr(float(value), element)))
         return self.emit(arith.ConstantOp(IntegerAttr(int(value), element)))
@@ -354,17 +383,38 @@ class LoopBody:
         return self.block.args[len(self.inputs) + position]
 
     def read(self, buffer: SSAValue, index: Index) -> SSAValue:
-        """The element of `buffer` at `index`."""
+        """The element of `buffer` at `index`.
+
+        A plain loop dim must span the whole operand dim in an indexing map (linalg infers
+        loop bounds from it), so a read of part of a dim (a slice) loads at linalg.index values.
+        """
         for position, (out, out_index) in enumerate(self.outputs):
             if out is buffer:
                 if out_index != index:
                     raise Unsupported("an epilogue reads the anchor or reduction result at another element")
                 return self.output(position)
         key = (buffer, index)
-        if key not in self.scalars:
+        if key in self.scalars:
+            return self.scalars[key]
+        partial = any(
+            isinstance(e, AffineDimExpr) and self.bounds[e.position] != size
+            for e, size in zip(index, buffer.type.get_shape())
+        )
+        if partial:
+            self.scalars[key] = self.emit(memref.LoadOp.get(buffer, [self._index_value(e) for e in index]))
+        else:
             self.scalars[key] = self.block.insert_arg(_element(buffer), len(self.inputs))
             self.inputs.append(key)
         return self.scalars[key]
+
+    def _index_value(self, expr: AffineExpr) -> SSAValue:
+        """`expr` computed on the loop's linalg.index values."""
+        if isinstance(expr, AffineDimExpr):
+            return self.emit(IndexOp(expr.position))
+        if isinstance(expr, AffineConstantExpr):
+            return self.emit(arith.ConstantOp(IntegerAttr(expr.value, IndexType())))
+        lhs, rhs = self._index_value(expr.lhs), self._index_value(expr.rhs)
+        return self.emit(INDEX_ARITHMETIC[expr.kind](lhs, rhs))
 
     def value(self, value: SSAValue, index: Index) -> SSAValue:
         """Scalar code of group value `value` at `index` (each pair computed once)."""
@@ -386,17 +436,17 @@ class LoopBody:
             return SCALAR_BUILDERS[op.name](self, op, *args)
         raise Unsupported(f"'{op.name}' cannot be computed inside a loop body")
 
-    def finish(self, results: Sequence[SSAValue]) -> linalg.GenericOp:
+    def finish(self, results: Sequence[SSAValue]) -> GenericOp:
         """Yield `results` to the outputs and add the generic to the kernel."""
-        self.builder.insert(linalg.YieldOp(*results))
+        self.builder.insert(LinalgYieldOp(*results))
         rank = len(self.iterators)
         maps = [AffineMapAttr(AffineMap(rank, 0, index)) for _, index in self.inputs + self.outputs]
-        generic = linalg.GenericOp(
+        generic = GenericOp(
             [buffer for buffer, _ in self.inputs],
             [buffer for buffer, _ in self.outputs],
             Region(self.block),
             maps,
-            [linalg.IteratorTypeAttr(linalg.IteratorType(kind)) for kind in self.iterators],
+            [IteratorTypeAttr(IteratorType(kind)) for kind in self.iterators],
         )
         try:
             generic.get_shapes_to_loops_map()
@@ -426,14 +476,16 @@ class Kernel:
         self.results = args[len(group.inputs) + len(constants) :]
         self.temporaries: list[SSAValue] = []
 
-    def loop(self, iterators: Sequence[str], outputs: Sequence[tuple[SSAValue, Index]]) -> LoopBody:
-        return LoopBody(self, iterators, outputs)
+    def loop(
+        self, bounds: Sequence[int], outputs: Sequence[tuple[SSAValue, Index]], reduced: set[int] = frozenset()
+    ) -> LoopBody:
+        """A loop nest over `bounds` (dims in `reduced` are reduction dims) writing `outputs`."""
+        return LoopBody(self, bounds, reduced, outputs)
 
     def parallel(self, buffer: SSAValue) -> LoopBody:
         """A loop over every element of `buffer`, writing it."""
-        rank = len(buffer.type.get_shape())
-        body = self.loop(["parallel"] * rank, [(buffer, tuple(AffineExpr.dimension(i) for i in range(rank)))])
-        return body
+        shape = buffer.type.get_shape()
+        return self.loop(shape, [(buffer, _dims(len(shape)))])
 
     def fill(self, buffer: SSAValue, value: float) -> None:
         body = self.parallel(buffer)
@@ -457,11 +509,297 @@ class Kernel:
         for position, constant in enumerate(self.constants):
             arg_attrs[n + position] = {CONSTANT_ARG_ATTR: constant.owner.value}
         if self.constants:
-            kernel.arg_attrs = _array([DictionaryAttr(a) for a in arg_attrs])
+            kernel.arg_attrs = ArrayAttr([DictionaryAttr(a) for a in arg_attrs])
         return kernel
 
 
-def _array(attrs):
-    from xdsl.dialects.builtin import ArrayAttr
+# ----------------------------------------------------------------------------------------
+# Anchors and reductions: the op's result computed into the output buffer
+# ----------------------------------------------------------------------------------------
 
-    return ArrayAttr(attrs)
+
+def _lowest(element: Attribute) -> float | int:
+    return -math.inf if is_float(element) else -(2 ** (element.width.data - 1))
+
+
+def _highest(element: Attribute) -> float | int:
+    return math.inf if is_float(element) else 2 ** (element.width.data - 1) - 1
+
+
+@dataclass(frozen=True)
+class Reducer:
+    """How a reduction starts (`identity` of the element type) and folds in one element."""
+
+    combine: ScalarBuilder
+    identity: Callable[[Attribute], float | int]
+
+
+REDUCERS: dict[str, Reducer] = {
+    "graph.reduce_sum": Reducer(_by_type(arith.AddfOp, arith.AddiOp), lambda element: 0),
+    "graph.reduce_mean": Reducer(_by_type(arith.AddfOp), lambda element: 0),
+    "graph.reduce_max": Reducer(_by_type(arith.MaximumfOp, arith.MaxSIOp), _lowest),
+    "graph.reduce_min": Reducer(_by_type(arith.MinimumfOp, arith.MinSIOp), _highest),
+}
+
+
+def _kept(index: Index, reduced: set[int], keepdims: bool = False) -> Index:
+    """The index of a reduction's result: reduced dims dropped (or read at 0 with keepdims)."""
+    zero = AffineExpr.constant(0)
+    return tuple(zero if i in reduced else e for i, e in enumerate(index) if keepdims or i not in reduced)
+
+
+def _lower_reduce(kernel: Kernel, op: graph.ReductionOp, out: SSAValue) -> None:
+    x = op.x
+    shape, element = _shape(x), _element(x)
+    reduced = {a % len(shape) for a in op.get("axes")}
+    reducer = REDUCERS[op.name]
+    kernel.fill(out, reducer.identity(element))
+    body = kernel.loop(shape, [(out, _kept(_dims(len(shape)), reduced, op.get("keepdims")))], reduced)
+    body.finish([reducer.combine(body, op, body.output(0), body.value(x, body.dims))])
+    if isinstance(op, graph.ReduceMeanOp):
+        body = kernel.parallel(out)
+        count = body.constant(math.prod(shape[a] for a in reduced), element)
+        body.finish([body.emit(arith.DivfOp(body.output(0), count))])
+
+
+def _source(kernel: Kernel, x: SSAValue, out: SSAValue) -> SSAValue:
+    """A buffer holding `x`: its own when it is an input, else `out` after computing `x` into it."""
+    if x in kernel.buffers:
+        return kernel.buffers[x]
+    body = kernel.parallel(out)
+    body.finish([body.value(x, body.dims)])
+    return out
+
+
+def _row_statistic(kernel: Kernel, x: SSAValue, reduced: set[int], identity: float, step) -> SSAValue:
+    """A buffer over the kept dims of `x`: `identity` folded with `step(body, accumulator)` over the reduced dims."""
+    shape = _shape(x)
+    row = kernel.temporary([size for i, size in enumerate(shape) if i not in reduced], _element(x))
+    kernel.fill(row, identity)
+    body = kernel.loop(shape, [(row, _kept(_dims(len(shape)), reduced))], reduced)
+    body.finish([step(body, body.output(0))])
+    return row
+
+
+class RowMath:
+    """Scalar helpers for the row-normalizing ops (all float)."""
+
+    def __init__(self, body: LoopBody, element: Attribute):
+        self.body, self.element = body, element
+
+    def __call__(self, op_class: type[Operation], *args: SSAValue) -> SSAValue:
+        return self.body.emit(op_class(*args))
+
+    def constant(self, value: float) -> SSAValue:
+        return self.body.constant(value, self.element)
+
+
+def _lower_softmax(kernel: Kernel, op: graph.AxisNormalizationOp, out: SSAValue) -> None:
+    """Row max, row sum of exp(x - max), then exp(x - max) / sum (log_softmax: x - max - log sum)."""
+    x, element = op.x, _element(op.x)
+    reduced = {op.get("axis") % len(_shape(x))}
+    src = _source(kernel, x, out)
+
+    def shifted(body: LoopBody, row_max: SSAValue) -> SSAValue:
+        m = RowMath(body, element)
+        return m(arith.SubfOp, body.read(src, body.dims), body.read(row_max, _kept(body.dims, reduced)))
+
+    row_max = _row_statistic(
+        kernel, x, reduced, -math.inf, lambda body, acc: body.emit(arith.MaximumfOp(acc, body.read(src, body.dims)))
+    )
+    row_sum = _row_statistic(
+        kernel,
+        x,
+        reduced,
+        0.0,
+        lambda body, acc: body.emit(arith.AddfOp(acc, body.emit(mathd.ExpOp(shifted(body, row_max))))),
+    )
+    body = kernel.parallel(out)
+    m = RowMath(body, element)
+    total = body.read(row_sum, _kept(body.dims, reduced))
+    if isinstance(op, graph.SoftmaxOp):
+        result = m(arith.DivfOp, m(mathd.ExpOp, shifted(body, row_max)), total)
+    else:
+        result = m(arith.SubfOp, shifted(body, row_max), m(mathd.LogOp, total))
+    body.finish([result])
+
+
+def _lower_layer_norm(kernel: Kernel, op: graph.LayerNormOp, out: SSAValue) -> None:
+    """Row sum, row sum of squared deviations, then (x - mean) / sqrt(var + epsilon) * scale + bias."""
+    x, element = op.x, _element(op.x)
+    shape = _shape(x)
+    axis = op.get("axis") % len(shape)
+    reduced = set(range(axis, len(shape)))
+    count = math.prod(shape[axis:])
+    src = _source(kernel, x, out)
+
+    def centered(body: LoopBody, row_sum: SSAValue) -> SSAValue:
+        m = RowMath(body, element)
+        mean = m(arith.DivfOp, body.read(row_sum, _kept(body.dims, reduced)), m.constant(count))
+        return m(arith.SubfOp, body.read(src, body.dims), mean)
+
+    def add_square(body: LoopBody, acc: SSAValue) -> SSAValue:
+        deviation = centered(body, row_sum)
+        return body.emit(arith.AddfOp(acc, body.emit(arith.MulfOp(deviation, deviation))))
+
+    row_sum = _row_statistic(
+        kernel, x, reduced, 0.0, lambda body, acc: body.emit(arith.AddfOp(acc, body.read(src, body.dims)))
+    )
+    row_squares = _row_statistic(kernel, x, reduced, 0.0, add_square)
+    body = kernel.parallel(out)
+    m = RowMath(body, element)
+    variance = m(arith.DivfOp, body.read(row_squares, _kept(body.dims, reduced)), m.constant(count))
+    std = m(mathd.SqrtOp, m(arith.AddfOp, variance, m.constant(op.get("epsilon"))))
+    normalized = m(arith.DivfOp, centered(body, row_sum), std)
+    scaled = m(arith.MulfOp, normalized, body.value(op.scale, body.dims[axis:]))
+    body.finish([m(arith.AddfOp, scaled, body.value(op.bias, body.dims[axis:]))])
+
+
+def _lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
+    """out[..., m, n] = sum over k of a[..., m, k] * b[..., k, n]; batch dims broadcast."""
+    out_shape = _shape(op.result)
+    rank = len(out_shape)
+    dims = _dims(rank + 1)
+    batch, (m, n, k) = dims[: rank - 2], dims[rank - 2 :]
+    a_index = broadcast_index(batch, _shape(op.a)[:-2], out_shape[:-2]) + (m, k)
+    b_index = broadcast_index(batch, _shape(op.b)[:-2], out_shape[:-2]) + (k, n)
+    kernel.fill(out, 0)
+    body = kernel.loop(out_shape + _shape(op.a)[-1:], [(out, dims[:rank])], {rank})
+    product = _by_type(arith.MulfOp, arith.MuliOp)(body, op, body.value(op.a, a_index), body.value(op.b, b_index))
+    body.finish([_by_type(arith.AddfOp, arith.AddiOp)(body, op, body.output(0), product)])
+
+
+LOWERINGS: dict[str, Callable[[Kernel, graph.GraphOp, SSAValue], None]] = {
+    **{name: _lower_reduce for name in REDUCERS},
+    "graph.softmax": _lower_softmax,
+    "graph.log_softmax": _lower_softmax,
+    "graph.layer_norm": _lower_layer_norm,
+    "graph.matmul": _lower_matmul,
+}
+"""Anchor or reduction op name -> lowering that writes its result into the output buffer."""
+
+
+# ----------------------------------------------------------------------------------------
+# Groups to kernels
+# ----------------------------------------------------------------------------------------
+
+
+def _check_ops(group: Group) -> list[Operation]:
+    """The group's anchors and reductions; raises Unsupported for an op no table knows."""
+    heavy = []
+    for op in group.ops:
+        if op.name in LOWERINGS:
+            heavy.append(op)
+        elif not (isinstance(op, graph.ConstantOp) or op.name in SCALAR_BUILDERS or op.name in INDEX_RULES):
+            raise Unsupported(f"'{op.name}' is not supported by the linalg lowering")
+    if len(heavy) > 1:
+        raise Unsupported(f"the group has {len(heavy)} anchors or reductions; a kernel holds at most one")
+    return heavy
+
+
+def _lower_elementwise(kernel: Kernel) -> None:
+    """One generic per distinct result shape, computing every result of that shape."""
+    outputs = kernel.group.outputs
+    for shape in dict.fromkeys(_shape(v) for v in outputs):
+        positions = [p for p, v in enumerate(outputs) if _shape(v) == shape]
+        body = kernel.loop(shape, [(kernel.results[p], _dims(len(shape))) for p in positions])
+        body.finish([body.value(outputs[p], body.dims) for p in positions])
+
+
+def _lower_anchored(kernel: Kernel, heavy: Operation) -> None:
+    """The anchor or reduction into the output buffer, then the elementwise epilogue in place."""
+    outputs = kernel.group.outputs
+    if len(outputs) != 1:
+        raise Unsupported(f"a group with '{heavy.name}' must have one result, not {len(outputs)}")
+    (result,), (out,) = outputs, kernel.results
+    if result.type != heavy.results[0].type:
+        raise Unsupported(
+            f"the epilogue of '{heavy.name}' changes its result type {heavy.results[0].type} to {result.type}"
+        )
+    LOWERINGS[heavy.name](kernel, heavy, out)
+    if result is not heavy.results[0]:
+        kernel.buffers[heavy.results[0]] = out
+        body = kernel.parallel(out)
+        body.finish([body.value(result, body.dims)])
+
+
+def lower_group(op: Operation, name: str | None = None) -> func.FuncOp:
+    """The kernel of a `graph.fused` or of a single graph op (named `name`, default: the group's).
+
+    Raises Unsupported with the reason when the group cannot be lowered.
+    """
+    group = Group.of(op, name)
+    heavy = _check_ops(group)
+    kernel = Kernel(group)
+    if heavy:
+        _lower_anchored(kernel, heavy[0])
+    else:
+        _lower_elementwise(kernel)
+    return kernel.finish()
+
+
+def supports(op: Operation) -> str | None:
+    """None when `lower_group(op)` makes a kernel, else the reason it cannot."""
+    try:
+        lower_group(op)
+    except Unsupported as e:
+        return str(e)
+    return None
+
+
+# ----------------------------------------------------------------------------------------
+# The pass
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConvertGraphToLinalgPass(ModulePass):
+    """Replace the module by the kernels of `@entry`'s compile-mode groups and single graph ops, in order.
+
+        func.func @main(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+          %0 = graph.fused(%x, %b) {name = "fused_add_relu_0", mode = "compile"} : ... {
+            ...  graph.add, graph.relu
+          }
+          %1 = graph.softmax %0 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+          func.return %1 : tensor<4x8xf32>
+        }
+
+    becomes
+
+        func.func @fused_add_relu_0(%a: memref<4x8xf32>, %b: memref<8xf32>, %out: memref<4x8xf32>) attributes {graph.kernel} {
+          linalg.generic ... ins(%a, %b : memref<4x8xf32>, memref<8xf32>) outs(%out : memref<4x8xf32>) {...}
+          func.return
+        }
+        func.func @softmax_0(%x: memref<4x8xf32>, %out: memref<4x8xf32>) attributes {graph.kernel} {...}
+
+    Top-level graph.constant ops and fallback-mode groups are data and reference code for
+    the runtime, not kernels. A group that cannot be lowered fails the pass with the reason.
+    """
+
+    name = "convert-graph-to-linalg"
+
+    entry: str = "main"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        main = SymbolTable.lookup_symbol(op, self.entry)
+        if not isinstance(main, func.FuncOp):
+            raise PassFailedException(f"convert-graph-to-linalg: no function @{self.entry}")
+        kernels = []
+        singles = 0
+        for node in main.body.block.ops:
+            name = None
+            if isinstance(node, graph.FusedOp):
+                if node.mode_name != "compile":
+                    continue
+            elif isinstance(node, graph.GraphOp) and not isinstance(node, graph.ConstantOp):
+                name = f"{node.name.removeprefix('graph.')}_{singles}"
+                singles += 1
+            else:
+                continue
+            try:
+                kernels.append(lower_group(node, name))
+            except Unsupported as e:
+                raise PassFailedException(f"convert-graph-to-linalg: {name or node.group_name.data}: {e}") from None
+        for old in reversed(list(op.body.block.ops)):
+            op.body.block.erase_op(old, safe_erase=False)
+        op.body.block.add_ops(kernels)

@@ -58,7 +58,7 @@ def llvm_operands(rewriter: PatternRewriter, values: Sequence[SSAValue]) -> list
     for value in values:
         new_type = llvm_type(value.type)
         if new_type != value.type:
-            value = rewriter.insert_op(UnrealizedConversionCastOp.get([value], [new_type])).results[0]
+            value = rewriter.insert(UnrealizedConversionCastOp.get([value], [new_type])).results[0]
         converted.append(value)
     return converted
 
@@ -68,7 +68,7 @@ def replace_with_llvm(rewriter: PatternRewriter, op: Operation, new_ops: Sequenc
     if result is not None and result.type != op.results[0].type:
         cast = UnrealizedConversionCastOp.get([result], [op.results[0].type])
         new_ops, result = [*new_ops, cast], cast.results[0]
-    rewriter.replace_op(op, new_ops, [result] if result is not None else [])
+    rewriter.replace(op, new_ops, [result] if result is not None else [])
 
 
 def convert_block_arguments(block: Block) -> None:
@@ -80,4 +80,4 @@ def convert_block_arguments(block: Block) -> None:
         new_arg = Rewriter.replace_value_with_new_type(arg, new_type)
         cast = UnrealizedConversionCastOp.get([new_arg], [old_type])
         Rewriter.insert_op(cast, InsertPoint.at_start(block))
-        new_arg.replace_uses_with_if(cast.results[0], lambda use: use.operation is not cast)
+        new_arg.replace_uses_with_if(cast.results[0], lambda use, cast=cast: use.operation is not cast)

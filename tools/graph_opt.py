@@ -27,9 +27,10 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from graphopt.dialects.graph import Graph
 from graphopt.errors import GraphoptError
 from graphopt.parsing import LocatedParser, format_parse_error, verify_located
+from graphopt.lowering import get_all_passes as get_lowering_passes
 from graphopt.transforms import get_all_passes
 
-PASS_FLAGS: dict[str, str] = {}
+PASS_FLAGS: dict[str, str] = {"fuse": "group ops into graph.fused regions (options as for -p fuse{...})"}
 """Passes that get a shorthand flag `--NAME[=opt=val,...]`, by pass name, with the flag's help."""
 
 OPTION_SEPARATOR = re.compile(r",(?=[\w-]+=)")
@@ -87,7 +88,7 @@ class GraphOptMain(xDSLOptMain):
 
     def register_all_passes(self):
         super().register_all_passes()
-        for pass_name, pass_factory in get_all_passes().items():
+        for pass_name, pass_factory in {**get_all_passes(), **get_lowering_passes()}.items():
             self.register_pass(pass_name, pass_factory)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):

@@ -27,7 +27,8 @@ How groups form, in order:
    used elsewhere too (the group yields it), and sibling elementwise/injective groups reading
    one value merge.
 Cheap producers (splat or small constants, broadcast_to) are not grouped themselves: they are
-cloned into every group that uses them, so they never block fusion. Ops with the unit
+cloned into every group that uses them, so they never block fusion; larger constants (weights)
+are data and become group inputs. Ops with the unit
 attribute `graph.no_fuse`, ops of other dialects and existing `graph.fused` stay alone.
 Steps 2-3 repeat until nothing changes, or `rounds` times. Groups of one op stay unwrapped.
 With `explain`, one line per producer->consumer edge left unfused says why (on stderr).
@@ -115,12 +116,17 @@ class Group:
 
 
 class FusionGraph:
-    """Ops of one block as nodes; cheap producers are transparent (cloned, not grouped)."""
+    """Ops of one block as nodes; cheap producers are transparent (cloned, not grouped) and
+    other constants are data, like function arguments (group inputs, never grouped)."""
 
     def __init__(self, block: Block, duplicate: bool):
         self.position = {op: i for i, op in enumerate(block.ops)}
         self.duplicable = {op for op in block.ops if duplicate and _is_cheap(op)}
-        self.nodes = [op for op in block.ops if op not in self.duplicable and op is not block.last_op]
+        self.nodes = [
+            op
+            for op in block.ops
+            if op not in self.duplicable and not isinstance(op, graph.ConstantOp) and op is not block.last_op
+        ]
         self.successors: dict[Operation, list[Operation]] = {op: [] for op in self.nodes}
         self.escapes: set[Operation] = set()
         for op in self.nodes:
@@ -186,6 +192,28 @@ class FusionGraph:
             seen.add(op)
             for s in self.successors[op]:
                 if s in members:
+                    return False
+                pending.append(s)
+        return True
+
+    def keeps_groups_acyclic(self, groups: Sequence[Group]) -> bool:
+        """No path between the groups runs through other groups (group-level, not op-level).
+
+        Needed where groups merge that are not all on paths between a start and an end:
+        two unconnected groups A, B with a1 -> b1 and b2 -> a2 are each convex, yet no
+        order of them works once A and B are one group each; multi-output and sibling
+        merges can make such pairs.
+        """
+        merged = set(groups)
+        seen: set[Group] = set()
+        pending = [s for grp in groups for s in self.group_successors(grp) if s not in merged]
+        while pending:
+            grp = pending.pop()
+            if grp in seen:
+                continue
+            seen.add(grp)
+            for s in self.group_successors(grp):
+                if s in merged:
                     return False
                 pending.append(s)
         return True
@@ -355,7 +383,9 @@ class _BlockFusion:
         for op in g.nodes:
             for consumer in g.successors[op]:
                 producer, target = g.group(op), g.group(consumer)
-                if producer is not target and self.refusal(producer, [], target) is None:
+                if producer is target:
+                    continue
+                if (self.refusal(producer, [], target) or self._acyclic_refusal([producer, target])) is None:
                     g.merge([producer, target])
                     changed = True
         for siblings in self._sibling_sets():
@@ -383,7 +413,10 @@ class _BlockFusion:
                 return group.fixed
             if _LEVEL[group.category] > _LEVEL[Category.INJECTIVE]:
                 return f"{group.category.value} sibling"
-        return self._limits([a, b])
+        return self._limits([a, b]) or self._acyclic_refusal([a, b])
+
+    def _acyclic_refusal(self, groups: list[Group]) -> str | None:
+        return None if self.graph.keeps_groups_acyclic(groups) else "would create a cycle"
 
     def refusal(self, producer: Group, path: list[Group], end: Group) -> str | None:
         """Why producer, path and end may not become one group, or None if they may."""
@@ -587,6 +620,8 @@ def _sort_topologically(block: Block, position: dict[Operation, int]) -> None:
             waiting_on[user].discard(op)
             if not waiting_on[user]:
                 ready.append(user)
+    if len(order) != len(body):
+        raise PassFailedException("fuse: internal error: the groups formed depend on each other in a cycle")
     if order != body:
         for op in body:
             op.detach()

@@ -1,0 +1,115 @@
+"""convert-memref-to-llvm: statically shaped memrefs become bare pointers addressed by GEP.
+
+    %v = memref.load %a[%i, %j] : memref<4x8xf32>
+  ->
+    %p = builtin.unrealized_conversion_cast %a : memref<4x8xf32> to !llvm.ptr
+    %r = llvm.mul %i, %c8 : i64                     (row-major strides of the type)
+    %k = llvm.add %r, %j : i64
+    %q = llvm.getelementptr inbounds %p[%k] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %v = llvm.load %q : !llvm.ptr -> f32
+
+The address is a GEP on the linearized index, not ptrtoint/add/inttoptr, so LLVM can see
+consecutive accesses and vectorize. `memref.alloca` becomes an `llvm.alloca` hoisted to the
+function's entry block (its size is static), so an alloca inside a loop does not grow the stack.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from graphopt.lowering.llvm_types import llvm_operands, replace_with_llvm
+from xdsl.context import Context
+from xdsl.dialects import llvm, memref
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, i64
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import DiagnosticException
+
+ALLOCA_ALIGNMENT = 64
+
+
+def static_layout(type_: MemRefType) -> tuple[Sequence[int], int]:
+    """The strides and offset, in elements, of a memref type whose layout is fully static."""
+    strides, offset = type_.get_strides(), type_.get_offset()
+    if strides is None or offset is None or None in strides or any(d < 0 for d in type_.get_shape()):
+        raise DiagnosticException(f"{type_} is not statically shaped and strided")
+    return strides, offset
+
+
+def element_pointer(
+    rewriter: PatternRewriter, memref_value: SSAValue, indices: Sequence[SSAValue]
+) -> tuple[list[Operation], SSAValue]:
+    """Ops computing the address of `memref_value[indices]`, and that address."""
+    type_ = memref_value.type
+    assert isinstance(type_, MemRefType)
+    strides, offset = static_layout(type_)
+    pointer, *indices = llvm_operands(rewriter, [memref_value, *indices])
+    ops: list[Operation] = []
+
+    def constant(value: int) -> SSAValue:
+        ops.append(op := llvm.ConstantOp(IntegerAttr(value, i64), i64))
+        return op.result
+
+    linear: SSAValue | None = constant(offset) if offset else None
+    for index, stride in zip(indices, strides, strict=True):
+        if stride != 1:
+            ops.append(scaled := llvm.MulOp(index, constant(stride)))
+            index = scaled.res
+        if linear is not None:
+            ops.append(summed := llvm.AddOp(linear, index))
+            index = summed.res
+        linear = index
+    if linear is None:
+        return ops, pointer
+    ops.append(gep := llvm.GEPOp(pointer, [llvm.GEP_USE_SSA_VAL], type_.element_type, [linear], inbounds=True))
+    return ops, gep.result
+
+
+class LowerLoad(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.LoadOp, rewriter: PatternRewriter, /):
+        ops, address = element_pointer(rewriter, op.memref, op.indices)
+        load = llvm.LoadOp(address, op.res.type)
+        replace_with_llvm(rewriter, op, [*ops, load], load.dereferenced_value)
+
+
+class LowerStore(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.StoreOp, rewriter: PatternRewriter, /):
+        ops, address = element_pointer(rewriter, op.memref, op.indices)
+        (value,) = llvm_operands(rewriter, [op.value])
+        replace_with_llvm(rewriter, op, [*ops, llvm.StoreOp(value, address)], None)
+
+
+class LowerAlloca(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.AllocaOp, rewriter: PatternRewriter, /):
+        type_ = op.memref.type
+        assert isinstance(type_, MemRefType)
+        static_layout(type_)
+        function: Operation = op
+        while not isinstance(parent := function.parent_op(), ModuleOp):
+            assert parent is not None
+            function = parent
+        size = llvm.ConstantOp(IntegerAttr(type_.element_count(), i64), i64)
+        alloca = llvm.AllocaOp(size, type_.element_type, alignment=ALLOCA_ALIGNMENT)
+        rewriter.insert([size, alloca], InsertPoint.at_start(function.regions[0].blocks.first))
+        replace_with_llvm(rewriter, op, [], alloca.res)
+
+
+@dataclass(frozen=True)
+class ConvertMemRefToLLVMPass(ModulePass):
+    """Lower memref.load/store/alloca on static memrefs to GEP-addressed llvm ops."""
+
+    name = "convert-memref-to-llvm"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        patterns = [LowerLoad(), LowerStore(), LowerAlloca()]
+        PatternRewriteWalker(GreedyRewritePatternApplier(patterns), apply_recursively=False).rewrite_module(op)

@@ -1,0 +1,254 @@
+"""The CPU JIT: kernel modules -> llvm dialect -> LLVM IR -> O3 for the host CPU -> MCJIT.
+
+    kernels = compile_module(module)               # module: ModuleOp or MLIR text of func kernels
+    kernels["fused_add_relu_0"](a, b, out)         # NumPy arrays, passed by pointer, no copies
+    print(optimized_llvm_ir(module))
+
+A kernel checks its arguments (dtype, shape, C-contiguity, alignment, written buffers that
+overlap others) and raises `KernelArgumentError`. Compiled modules are cached for the process
+by their printed IR, so an identical kernel compiles once.
+"""
+
+import ctypes
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import llvmlite.binding as llvm_binding
+import numpy as np
+from graphopt.lowering.to_llvm import lower_to_llvm
+from xdsl.backend.llvm.convert import convert_module
+from xdsl.dialects import func, llvm
+from xdsl.dialects.builtin import (
+    IndexType,
+    MemRefType,
+    ModuleOp,
+    f32,
+    f64,
+    i1,
+    i8,
+    i16,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, BlockArgument, OpResult, SSAValue
+
+from graphopt.parsing import parse_text
+
+
+class KernelArgumentError(ValueError):
+    """A kernel was called with arguments that do not match its signature."""
+
+
+SCALAR_TYPES: dict[Attribute, tuple[np.dtype, type[ctypes._SimpleCData]]] = {
+    f32: (np.dtype(np.float32), ctypes.c_float),
+    f64: (np.dtype(np.float64), ctypes.c_double),
+    i1: (np.dtype(np.bool_), ctypes.c_bool),
+    i8: (np.dtype(np.int8), ctypes.c_int8),
+    i16: (np.dtype(np.int16), ctypes.c_int16),
+    i32: (np.dtype(np.int32), ctypes.c_int32),
+    i64: (np.dtype(np.int64), ctypes.c_int64),
+    IndexType(): (np.dtype(np.int64), ctypes.c_int64),
+}
+"""NumPy dtype and ctypes type of each scalar type kernels take."""
+
+CTYPES_BY_DTYPE = dict(SCALAR_TYPES.values())
+
+
+def scalar_type(type_: Attribute) -> tuple[np.dtype, type[ctypes._SimpleCData]]:
+    try:
+        return SCALAR_TYPES[type_]
+    except KeyError:
+        raise KernelArgumentError(f"kernels cannot take or return {type_}") from None
+
+
+@dataclass(frozen=True)
+class ArgumentSpec:
+    """What a kernel expects in one argument position: an array (shape) or a scalar (shape None)."""
+
+    dtype: np.dtype
+    shape: tuple[int, ...] | None
+
+    @staticmethod
+    def of(type_: Attribute) -> "ArgumentSpec":
+        if isinstance(type_, MemRefType):
+            return ArgumentSpec(scalar_type(type_.element_type)[0], tuple(type_.get_shape()))
+        return ArgumentSpec(scalar_type(type_)[0], None)
+
+    def __str__(self) -> str:
+        return f"{self.dtype}{list(self.shape)} array" if self.shape is not None else f"{self.dtype} scalar"
+
+
+class Kernel:
+    """A compiled kernel, called with NumPy arrays (by pointer) and Python scalars."""
+
+    def __init__(self, name: str, address: int, arguments: tuple[ArgumentSpec, ...], result: Attribute | None,
+                 written: frozenset[int], alignment: int, owner: "CompiledModule"):
+        self.name = name
+        self.arguments = arguments
+        self.written = written
+        self.alignment = alignment
+        self._owner = owner  # keeps the execution engine, and so the code, alive
+        argtypes = [ctypes.c_void_p if a.shape is not None else CTYPES_BY_DTYPE[a.dtype] for a in arguments]
+        restype = scalar_type(result)[1] if result is not None else None
+        self._cfunc = ctypes.CFUNCTYPE(restype, *argtypes)(address)
+
+    def __call__(self, *args):
+        if len(args) != len(self.arguments):
+            raise KernelArgumentError(f"{self.name} takes {len(self.arguments)} arguments, got {len(args)}")
+        return self._cfunc(*[self._check(i, arg, args) for i, arg in enumerate(args)])
+
+    def _check(self, index: int, arg, args) -> object:
+        spec = self.arguments[index]
+        where = f"{self.name} argument {index}"
+        if spec.shape is None:
+            return arg
+        if not isinstance(arg, np.ndarray):
+            raise KernelArgumentError(f"{where}: expected a {spec}, got {type(arg).__name__}")
+        if arg.dtype != spec.dtype or arg.shape != spec.shape:
+            raise KernelArgumentError(f"{where}: expected a {spec}, got a {arg.dtype}{list(arg.shape)} array")
+        if not arg.flags.c_contiguous:
+            raise KernelArgumentError(f"{where}: array is not C-contiguous (use np.ascontiguousarray)")
+        address = arg.ctypes.data
+        if self.alignment and address % self.alignment:
+            raise KernelArgumentError(
+                f"{where}: array data is not {self.alignment}-byte aligned (allocate with graphopt.lowering.jit.aligned_empty)"
+            )
+        if index in self.written:
+            if not arg.flags.writeable:
+                raise KernelArgumentError(f"{where}: the kernel writes it but the array is read-only")
+            for other_index, other in enumerate(args):
+                if other_index != index and isinstance(other, np.ndarray) and np.may_share_memory(arg, other):
+                    raise KernelArgumentError(f"{where}: the kernel writes it and it overlaps argument {other_index}")
+        return address
+
+    def __repr__(self) -> str:
+        return f"Kernel({self.name}: {', '.join(map(str, self.arguments))})"
+
+
+def aligned_empty(shape: tuple[int, ...] | int, dtype=np.float32, alignment: int = 64) -> np.ndarray:
+    """An uninitialized C-contiguous array whose data starts on an `alignment`-byte boundary."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape))
+    buffer = np.empty(count * dtype.itemsize + alignment, dtype=np.uint8)
+    start = -buffer.ctypes.data % alignment
+    return buffer[start : start + count * dtype.itemsize].view(dtype).reshape(shape)
+
+
+def aligned_array(values, dtype=None, alignment: int = 64) -> np.ndarray:
+    """A copy of `values` in a C-contiguous, `alignment`-byte aligned array."""
+    values = np.asarray(values, dtype=dtype)
+    result = aligned_empty(values.shape, values.dtype, alignment)
+    result[...] = values
+    return result
+
+
+def host_target_machine() -> llvm_binding.TargetMachine:
+    """A target machine for this CPU (its name and features), at O3, for JIT use."""
+    llvm_binding.initialize_native_target()
+    llvm_binding.initialize_native_asmprinter()
+    target = llvm_binding.Target.from_triple(llvm_binding.get_process_triple())
+    return target.create_target_machine(
+        cpu=llvm_binding.get_host_cpu_name(),
+        features=llvm_binding.get_host_cpu_features().flatten(),
+        opt=3,
+        jit=True,
+    )
+
+
+def optimize(llvm_module: llvm_binding.ModuleRef, target_machine: llvm_binding.TargetMachine) -> None:
+    """Run LLVM's O3 pipeline (with loop and SLP vectorization) for the target, in place."""
+    tuning = llvm_binding.create_pipeline_tuning_options(speed_level=3)
+    tuning.loop_vectorization = True
+    tuning.slp_vectorization = True
+    tuning.loop_unrolling = True
+    pass_builder = llvm_binding.create_pass_builder(target_machine, tuning)
+    pass_builder.getModulePassManager().run(llvm_module, pass_builder)
+
+
+def written_arguments(function: llvm.FuncOp) -> frozenset[int]:
+    """Positions of the pointer arguments that `function` stores through."""
+    entry = function.body.blocks.first
+    written: set[int] = set()
+    for op in function.walk():
+        if not isinstance(op, llvm.StoreOp):
+            continue
+        pointer: SSAValue = op.ptr
+        while isinstance(pointer, OpResult) and isinstance(pointer.op, llvm.GEPOp):
+            pointer = pointer.op.ptr
+        if isinstance(pointer, BlockArgument) and pointer.block is entry:
+            written.add(pointer.index)
+    return frozenset(written)
+
+
+class CompiledModule(Mapping[str, Kernel]):
+    """The kernels of one module, compiled together into one MCJIT engine, by name."""
+
+    def __init__(self, module: ModuleOp, alignment: int):
+        signatures = {op.sym_name.data: op.function_type for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks}
+        lowered = lower_to_llvm(module.clone(), alignment)
+        target_machine = host_target_machine()
+        ir_module = convert_module(lowered, fallback_target_triple=target_machine.triple)
+        ir_module.data_layout = str(target_machine.target_data)
+        llvm_module = llvm_binding.parse_assembly(str(ir_module))
+        llvm_module.verify()
+        optimize(llvm_module, target_machine)
+        self.llvm_ir = str(llvm_module)
+        self._engine = llvm_binding.create_mcjit_compiler(llvm_module, target_machine)
+        self._engine.finalize_object()
+        functions = {op.sym_name.data: op for op in lowered.ops if isinstance(op, llvm.FuncOp)}
+        self._kernels = MappingProxyType({
+            name: Kernel(
+                name,
+                self._engine.get_function_address(name),
+                tuple(ArgumentSpec.of(t) for t in signature.inputs.data),
+                signature.outputs.data[0] if signature.outputs.data else None,
+                written_arguments(functions[name]),
+                alignment,
+                self,
+            )
+            for name, signature in signatures.items()
+        })
+
+    def __getitem__(self, name: str) -> Kernel:
+        return self._kernels[name]
+
+    def __iter__(self):
+        return iter(self._kernels)
+
+    def __len__(self) -> int:
+        return len(self._kernels)
+
+
+_cache: dict[tuple[str, int], CompiledModule] = {}
+_cache_lock = threading.Lock()
+
+
+def compile_module(module: ModuleOp | str, alignment: int = 64) -> CompiledModule:
+    """Compile every func.func of a kernel module (left unchanged), once per process per IR text.
+
+    `alignment`: bytes of alignment promised for array arguments (and checked at each call); 0: none.
+    """
+    if isinstance(module, str):
+        module = parse_text(module)
+    key = (str(module), alignment)
+    with _cache_lock:
+        if key not in _cache:
+            _cache[key] = CompiledModule(module, alignment)
+        return _cache[key]
+
+
+def compile_kernel(module: ModuleOp | str, name: str | None = None, alignment: int = 64) -> Kernel:
+    """The kernel `name` of a module (by default its only function), compiled."""
+    kernels = compile_module(module, alignment)
+    if name is None:
+        if len(kernels) != 1:
+            raise KeyError(f"the module has {len(kernels)} functions ({', '.join(kernels)}); name one")
+        (name,) = kernels
+    return kernels[name]
+
+
+def optimized_llvm_ir(module: ModuleOp | str, alignment: int = 64) -> str:
+    """The LLVM IR of a kernel module after O3 for the host CPU (what `compile_module` runs)."""
+    return compile_module(module, alignment).llvm_ir

@@ -1,0 +1,43 @@
+// RUN: graph-opt %s -p convert-math-to-llvm | filecheck %s
+
+// Intrinsics where LLVM has one; libm calls (declared once) where it has none; rsqrt as 1/sqrt.
+func.func @math(%x: f32, %y: f64, %z: f64) -> (f32, f64, f64, f32, f32, f32) {
+  %e = math.exp %x : f32
+  %p = math.powf %e, %x : f32
+  %r = math.erf %y : f64
+  %r2 = math.erf %z : f64
+  %s = math.rsqrt %p : f32
+  %l = math.log1p %s : f32
+  %f = math.fma %s, %l, %x : f32
+  func.return %e, %r, %r2, %s, %l, %f : f32, f64, f64, f32, f32, f32
+}
+// CHECK:        llvm.func @log1pf(f32) -> f32
+// CHECK-NEXT:   llvm.func @erf(f64) -> f64
+// CHECK-LABEL:  func.func @math
+// CHECK-NEXT:     %e = llvm.call_intrinsic "llvm.exp.f32"(%x) : (f32) -> f32
+// CHECK-NEXT:     %p = llvm.call_intrinsic "llvm.pow.f32"(%e, %x) : (f32, f32) -> f32
+// CHECK-NEXT:     %r = llvm.call @erf(%y) : (f64) -> f64
+// CHECK-NEXT:     %r2 = llvm.call @erf(%z) : (f64) -> f64
+// CHECK-NEXT:     %s = llvm.call_intrinsic "llvm.sqrt.f32"(%p) : (f32) -> f32
+// CHECK-NEXT:     %s_1 = llvm.mlir.constant(1.000000e+00 : f32) : f32
+// CHECK-NEXT:     %s_2 = llvm.fdiv %s_1, %s : f32
+// CHECK-NEXT:     %l = llvm.call @log1pf(%s_2) : (f32) -> f32
+// CHECK-NEXT:     %f = llvm.call_intrinsic "llvm.fma.f32"(%s_2, %l, %x) : (f32, f32, f32) -> f32
+
+// f32 tanh and erf expand inline: clamp by ordered compares (NaN passes), x * P(x^2) / Q(x^2) with fma.
+func.func @tanh_erf(%x: f32) -> (f32, f32) {
+  %t = math.tanh %x : f32
+  %e = math.erf %x : f32
+  func.return %t, %e : f32, f32
+}
+// CHECK-LABEL:  func.func @tanh_erf
+// CHECK-NOT:      llvm.call @
+// CHECK:          llvm.fcmp "ogt" %x
+// CHECK:          llvm.intr.fma
+// CHECK:          llvm.fdiv
+// CHECK:          %[[ABS:.*]] = llvm.call_intrinsic "llvm.fabs.f32"(%x)
+// CHECK:          %[[TINY:.*]] = llvm.fcmp "olt" %[[ABS]]
+// CHECK-NEXT:     %[[TANH:.*]] = llvm.select %[[TINY]], %x,
+// CHECK:          llvm.mlir.constant(4.000000e+00 : f32)
+// CHECK:          %[[ERF:.*]] = llvm.fdiv
+// CHECK-NEXT:     func.return %[[TANH]], %[[ERF]] : f32, f32

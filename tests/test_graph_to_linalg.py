@@ -1,0 +1,488 @@
+"""convert-graph-to-linalg: kernel structure, and kernels run on xDSL's interpreter against graphopt.interpret."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from linalg_kernels import run_module
+from xdsl.context import Context
+from xdsl.dialects import func, memref
+from xdsl.dialects.linalg.ops import GenericOp, YieldOp
+
+import graphopt
+from graphopt.dialects import graph
+from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, ConvertGraphToLinalgPass, supports
+from graphopt.transforms.fuse import FusePass
+
+SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], np.float32)
+
+
+def sample(shape, dtype="f32", seed=0, specials=True) -> np.ndarray:
+    """Random values of `shape`; float arrays start with NaN, inf, -inf and signed zeros."""
+    rng = np.random.default_rng(seed)
+    if dtype in ("i32", "i64"):
+        return rng.integers(-9, 10, shape).astype(dtype.replace("i", "int"))
+    if dtype == "i1":
+        return rng.integers(0, 2, shape).astype(bool)
+    values = (rng.standard_normal(shape) * 2).astype(dtype.replace("f", "float"))
+    if specials:
+        flat = values.reshape(-1)
+        flat[: min(flat.size, SPECIALS.size)] = SPECIALS[: flat.size]
+    return values
+
+
+def tensor(shape, dtype="f32") -> str:
+    return f"tensor<{'x'.join(map(str, shape))}{'x' if shape else ''}{dtype}>"
+
+
+def check(text: str, *arrays, fuse: bool = True, rtol: float = 1e-5):
+    """Run @main kernel by kernel and compare with the reference interpreter."""
+    module = graphopt.parse(text)
+    expected = graphopt.interpret(module, *arrays)
+    actual = run_module(module, *arrays, fuse=fuse)
+    for e, a in zip(expected, actual, strict=True):
+        assert a.dtype == e.dtype and a.shape == e.shape
+        np.testing.assert_allclose(a, e, rtol=rtol, atol=1e-6, equal_nan=True)
+
+
+def kernels(text: str) -> list[func.FuncOp]:
+    module = graphopt.parse(text)
+    FusePass().apply(Context(), module)
+    ConvertGraphToLinalgPass().apply(Context(), module)
+    module.verify()
+    return list(module.body.ops)
+
+
+def ops_of(kernel: func.FuncOp, op_type) -> list:
+    return [op for op in kernel.walk() if isinstance(op, op_type)]
+
+
+def maps_of(generic: GenericOp) -> list[str]:
+    return [str(m.data) for m in generic.indexing_maps]
+
+
+# ----------------------------------------------------------------------------------------
+# Elementwise groups
+# ----------------------------------------------------------------------------------------
+
+CHAIN = """
+func.func @main(%x: tensor<3x7xf32>, %b: tensor<7xf32>, %c: tensor<3x1xf32>) -> tensor<3x7xf32> {
+  %0 = graph.add %x, %b : (tensor<3x7xf32>, tensor<7xf32>) -> tensor<3x7xf32>
+  %1 = graph.relu %0 : tensor<3x7xf32>
+  %2 = graph.mul %1, %c : (tensor<3x7xf32>, tensor<3x1xf32>) -> tensor<3x7xf32>
+  %3 = graph.exp %2 : tensor<3x7xf32>
+  func.return %3 : tensor<3x7xf32>
+}
+"""
+
+
+def test_elementwise_chain_is_one_generic_with_broadcast_maps():
+    (kernel,) = kernels(CHAIN)
+    assert kernel.sym_name.data == "fused_add_relu_mul_exp_0"
+    assert [str(t) for t in kernel.function_type.inputs] == [
+        "memref<3x7xf32>", "memref<7xf32>", "memref<3x1xf32>", "memref<3x7xf32>",
+    ]  # fmt: skip
+    (generic,) = ops_of(kernel, GenericOp)
+    assert maps_of(generic) == [
+        "(d0, d1) -> (d0, d1)",
+        "(d0, d1) -> (d1)",
+        "(d0, d1) -> (d0, 0)",
+        "(d0, d1) -> (d0, d1)",
+    ]
+    assert [str(i.data) for i in generic.iterator_types] == ["parallel", "parallel"]
+    assert not ops_of(kernel, memref.AllocOp)
+    assert "graph.kernel" in kernel.attributes
+
+
+def test_elementwise_chain_numerics():
+    check(CHAIN, sample((3, 7)), sample((7,), seed=1), sample((3, 1), seed=2))
+
+
+UNARY = ["neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "erf", "sin", "cos",
+         "floor", "ceil"]  # fmt: skip
+UNARY_WITH_ATTRS = [
+    ("gelu", ""), ("gelu", '{approximate = "tanh"}'), ("leaky_relu", "{alpha = 0.1 : f64}"),
+    ("clip", "{min = -1.0 : f64, max = 2.5 : f64}"), ("clip", "{max = 0.5 : f64}"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", [(1,), (3, 7), ()])
+@pytest.mark.parametrize("op, attrs", [(op, "") for op in UNARY] + UNARY_WITH_ATTRS)
+def test_unary_float(op, attrs, shape):
+    t = tensor(shape)
+    check(
+        f"func.func @main(%x: {t}) -> {t} {{\n %0 = graph.{op} %x {attrs} : {t}\n func.return %0 : {t}\n}}",
+        sample(shape),
+    )
+
+
+@pytest.mark.parametrize("dtype", ["i32", "i64"])
+@pytest.mark.parametrize(
+    "op, attrs", [("neg", ""), ("abs", ""), ("relu", ""), ("clip", "{min = -2.5 : f64, max = 3.5 : f64}")]
+)
+def test_unary_int(op, attrs, dtype):
+    t = tensor((3, 7), dtype)
+    check(
+        f"func.func @main(%x: {t}) -> {t} {{\n %0 = graph.{op} %x {attrs} : {t}\n func.return %0 : {t}\n}}",
+        sample((3, 7), dtype),
+    )
+
+
+BROADCASTS = [((3, 7), (7,)), ((3, 1), (1, 7)), ((1,), (3, 7)), ((), (2, 3)), ((2, 1, 3), (4, 1))]
+
+
+@pytest.mark.parametrize("shapes", BROADCASTS)
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "max", "min"])
+def test_binary_float_broadcasting(op, shapes):
+    a, b = shapes
+    out = np.broadcast_shapes(a, b)
+    check(
+        f"func.func @main(%a: {tensor(a)}, %b: {tensor(b)}) -> {tensor(out)} {{\n"
+        f" %0 = graph.{op} %a, %b : ({tensor(a)}, {tensor(b)}) -> {tensor(out)}\n func.return %0 : {tensor(out)}\n}}",
+        sample(a),
+        sample(b, seed=1),
+    )
+
+
+def test_pow_float():
+    t = tensor((3, 7))
+    text = f"func.func @main(%a: {t}, %b: {t}) -> {t} {{\n %0 = graph.pow %a, %b : ({t}, {t}) -> {t}\n func.return %0 : {t}\n}}"
+    check(text, np.abs(sample((3, 7), specials=False)), sample((3, 7), seed=1, specials=False))
+
+
+@pytest.mark.parametrize("dtype", ["i32", "i64"])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "max", "min"])
+def test_binary_int(op, dtype):
+    a, b = tensor((3, 7), dtype), tensor((7,), dtype)
+    text = f"func.func @main(%a: {a}, %b: {b}) -> {a} {{\n %0 = graph.{op} %a, %b : ({a}, {b}) -> {a}\n func.return %0 : {a}\n}}"
+    check(text, sample((3, 7), dtype), sample((7,), dtype, seed=1))
+
+
+@pytest.mark.parametrize("dtype", ["f32", "i32"])
+@pytest.mark.parametrize("predicate", ["eq", "ne", "lt", "le", "gt", "ge"])
+def test_cmp_and_select(predicate, dtype):
+    """NaN compares false except under `ne`, as in NumPy."""
+    a, b, r = tensor((3, 7), dtype), tensor((7,), dtype), tensor((3, 7), dtype)
+    x = sample((3, 7), dtype)
+    y = x[1].copy() if dtype == "i32" else np.concatenate([[np.nan], x[1, 1:]]).astype(np.float32)
+    check(
+        f"func.func @main(%a: {a}, %b: {b}) -> {r} {{\n"
+        f' %0 = graph.cmp %a, %b {{predicate = "{predicate}"}} : ({a}, {b}) -> {tensor((3, 7), "i1")}\n'
+        f" %1 = graph.select %0, %a, %b : ({tensor((3, 7), 'i1')}, {a}, {b}) -> {r}\n func.return %1 : {r}\n}}",
+        x,
+        y,
+    )
+
+
+@pytest.mark.parametrize(
+    "source, target",
+    [("f32", "f64"), ("f64", "f32"), ("f32", "f16"), ("f32", "i32"), ("i32", "f32"), ("i32", "i64"), ("i64", "i32"),
+     ("f32", "i1"), ("i1", "f32"), ("i1", "i32"), ("i32", "i1")],
+)  # fmt: skip
+def test_cast(source, target):
+    s, t = tensor((3, 7), source), tensor((3, 7), target)
+    x = sample((3, 7), source, specials=target != "i32" and target != "i64")
+    check(f"func.func @main(%x: {s}) -> {t} {{\n %0 = graph.cast %x : ({s}) -> {t}\n func.return %0 : {t}\n}}", x)
+
+
+def test_batch_norm():
+    x, c = tensor((2, 3, 1, 4)), tensor((3,))
+    text = (
+        f"func.func @main(%x: {x}, %s: {c}, %b: {c}, %m: {c}, %v: {c}) -> {x} {{\n"
+        f" %0 = graph.batch_norm %x, %s, %b, %m, %v {{epsilon = 1.0e-03 : f64}} : ({x}, {c}, {c}, {c}, {c}) -> {x}\n"
+        f" func.return %0 : {x}\n}}"
+    )
+    check(text, sample((2, 3, 1, 4)), *(sample((3,), seed=i, specials=False) for i in range(1, 3)),
+          sample((3,), seed=3, specials=False), np.abs(sample((3,), seed=4, specials=False)))  # fmt: skip
+
+
+MULTI_OUTPUT = """
+func.func @main(%x: tensor<3x7xf32>, %y: tensor<7xf32>) -> (tensor<3x7xf32>, tensor<3x7xf32>) {
+  %0:2 = graph.fused(%x, %y) {name = "two", mode = "compile"} : (tensor<3x7xf32>, tensor<7xf32>) -> (tensor<3x7xf32>, tensor<3x7xf32>) {
+  ^bb0(%a: tensor<3x7xf32>, %b: tensor<7xf32>):
+    %s = graph.add %a, %b : (tensor<3x7xf32>, tensor<7xf32>) -> tensor<3x7xf32>
+    %t = graph.tanh %s : tensor<3x7xf32>
+    graph.yield %s, %t : tensor<3x7xf32>, tensor<3x7xf32>
+  }
+  func.return %0#0, %0#1 : tensor<3x7xf32>, tensor<3x7xf32>
+}
+"""
+
+
+def test_multi_output_group_writes_both_outputs_in_one_generic():
+    (kernel,) = kernels(MULTI_OUTPUT)
+    (generic,) = ops_of(kernel, GenericOp)
+    assert len(generic.outputs) == 2
+    assert len(ops_of(kernel, YieldOp)[0].operands) == 2
+    check(MULTI_OUTPUT, sample((3, 7)), sample((7,), seed=1))
+
+
+def test_multi_output_of_different_shapes_gets_one_generic_per_shape():
+    text = """
+func.func @main(%x: tensor<3x7xf32>, %y: tensor<7xf32>) -> (tensor<3x7xf32>, tensor<7xf32>) {
+  %0:2 = graph.fused(%x, %y) {name = "two", mode = "compile"} : (tensor<3x7xf32>, tensor<7xf32>) -> (tensor<3x7xf32>, tensor<7xf32>) {
+  ^bb0(%a: tensor<3x7xf32>, %b: tensor<7xf32>):
+    %e = graph.exp %b : tensor<7xf32>
+    %s = graph.add %a, %e : (tensor<3x7xf32>, tensor<7xf32>) -> tensor<3x7xf32>
+    graph.yield %s, %e : tensor<3x7xf32>, tensor<7xf32>
+  }
+  func.return %0#0, %0#1 : tensor<3x7xf32>, tensor<7xf32>
+}
+"""
+    (kernel,) = kernels(text)
+    assert len(ops_of(kernel, GenericOp)) == 2
+    check(text, sample((3, 7)), sample((7,), seed=1))
+
+
+CONSTANTS = """
+func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %c = graph.constant dense<[1.0, -2.0, 4.0]> : tensor<3xf32>
+  %h = graph.constant dense<0.5> : tensor<2x3xf32>
+  %0 = graph.mul %x, %c : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %1 = graph.add %0, %h : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %1 : tensor<2x3xf32>
+}
+"""
+
+
+def test_constants_splat_inline_and_full_as_marked_arguments():
+    (kernel,) = kernels(CONSTANTS)
+    assert [str(t) for t in kernel.function_type.inputs] == ["memref<2x3xf32>", "memref<3xf32>", "memref<2x3xf32>"]
+    assert CONSTANT_ARG_ATTR in kernel.arg_attrs.data[1].data
+    assert CONSTANT_ARG_ATTR not in kernel.arg_attrs.data[0].data
+    (generic,) = ops_of(kernel, GenericOp)
+    assert len(generic.inputs) == 2
+    check(CONSTANTS, sample((2, 3)))
+
+
+# ----------------------------------------------------------------------------------------
+# Injective ops as index maps
+# ----------------------------------------------------------------------------------------
+
+INJECTIVE = """
+func.func @main(%x: tensor<2x3xf32>, %y: tensor<3xf32>) -> tensor<6xf32> {
+  %0 = graph.exp %x : tensor<2x3xf32>
+  %1 = graph.transpose %0 {perm = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  %2 = graph.broadcast_to %y : (tensor<3xf32>) -> tensor<2x3xf32>
+  %3 = graph.transpose %2 {perm = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  %4 = graph.add %1, %3 : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %5 = graph.reshape %4 : (tensor<3x2xf32>) -> tensor<6xf32>
+  %6 = graph.neg %5 : tensor<6xf32>
+  func.return %6 : tensor<6xf32>
+}
+"""
+
+
+def test_transpose_broadcast_reshape_compose_into_index_maps():
+    (kernel,) = kernels(INJECTIVE)
+    (generic,) = ops_of(kernel, GenericOp)
+    assert maps_of(generic) == ["(d0) -> ((d0 mod 2), (d0 floordiv 2))", "(d0) -> ((d0 floordiv 2))", "(d0) -> (d0)"]
+    check(INJECTIVE, sample((2, 3)), sample((3,), seed=1))
+
+
+def test_value_read_at_two_indices():
+    t, u = tensor((3, 3)), tensor((3, 3))
+    text = (
+        f"func.func @main(%x: {t}) -> {t} {{\n"
+        f" %0 = graph.transpose %x {{perm = array<i64: 1, 0>}} : ({t}) -> {u}\n"
+        f" %1 = graph.sub %x, %0 : ({t}, {u}) -> {t}\n func.return %1 : {t}\n}}"
+    )
+    (kernel,) = kernels(text)
+    (generic,) = ops_of(kernel, GenericOp)
+    assert maps_of(generic)[:2] == ["(d0, d1) -> (d0, d1)", "(d0, d1) -> (d1, d0)"]
+    check(text, sample((3, 3)))
+
+
+@pytest.mark.parametrize(
+    "shape, starts, ends, steps",
+    [((7, 5), (1, 0), (7, 5), (2, 1)), ((7, 5), (-3, 4), (7, 0), (1, 1)), ((4, 6), (0, 1), (3, 6), (1, 3))],
+)
+def test_slice(shape, starts, ends, steps):
+    """A slice that keeps part of a dim with step 1 loads at linalg.index values (plain map dims must span the operand)."""
+    out = np.empty(shape)[tuple(slice(*b) for b in zip(starts, ends, steps))].shape
+    arr = lambda v: "array<i64: " + ", ".join(map(str, v)) + ">"
+    text = (
+        f"func.func @main(%x: {tensor(shape)}) -> {tensor(out)} {{\n"
+        f" %0 = graph.slice %x {{starts = {arr(starts)}, ends = {arr(ends)}, steps = {arr(steps)}}}"
+        f" : ({tensor(shape)}) -> {tensor(out)}\n"
+        f" %1 = graph.sqrt %0 : {tensor(out)}\n func.return %1 : {tensor(out)}\n}}"
+    )
+    check(text, sample(shape))
+
+
+@pytest.mark.parametrize("source, target", [((2, 3, 4), (6, 4)), ((6, 4), (2, 12)), ((1, 7), (7, 1)), ((2, 6), (3, 4))])
+def test_reshape(source, target):
+    s, t = tensor(source), tensor(target)
+    text = (
+        f"func.func @main(%x: {s}) -> {t} {{\n %0 = graph.abs %x : {s}\n"
+        f" %1 = graph.reshape %0 : ({s}) -> {t}\n %2 = graph.neg %1 : {t}\n func.return %2 : {t}\n}}"
+    )
+    check(text, sample(source))
+
+
+@pytest.mark.parametrize(
+    "op_text, reason",
+    [
+        ("graph.pad %x {pads = array<i64: 0, 1, 0, 1>} : (tensor<2x3xf32>) -> tensor<2x5xf32>", "'graph.pad' is not supported"),
+        ("graph.concat %x, %x {axis = 0 : i64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>",
+         "'graph.concat' is not supported"),
+        ("graph.conv2d %x4, %x4 : (tensor<1x1x2x3xf32>, tensor<1x1x2x3xf32>) -> tensor<1x1x1x1xf32>",
+         "'graph.conv2d' is not supported"),
+    ],
+)  # fmt: skip
+def test_supports_names_what_it_rejects(op_text, reason):
+    module = graphopt.parse(
+        f"func.func @main(%x: tensor<2x3xf32>, %x4: tensor<1x1x2x3xf32>) -> () {{\n %0 = {op_text}\n func.return\n}}"
+    )
+    op = next(op for op in module.walk() if isinstance(op, graph.GraphOp))
+    assert reason in supports(op)
+    with pytest.raises(Exception, match="convert-graph-to-linalg"):
+        ConvertGraphToLinalgPass().apply(Context(), module)
+
+
+def test_supports_rejects_epilogue_reading_the_reduction_elsewhere():
+    text = """
+func.func @main(%x: tensor<3x3xf32>) -> tensor<3x3xf32> {
+  %0 = graph.fused(%x) {name = "g", mode = "compile"} : (tensor<3x3xf32>) -> tensor<3x3xf32> {
+  ^bb0(%a: tensor<3x3xf32>):
+    %s = graph.softmax %a : (tensor<3x3xf32>) -> tensor<3x3xf32>
+    %t = graph.transpose %s {perm = array<i64: 1, 0>} : (tensor<3x3xf32>) -> tensor<3x3xf32>
+    graph.yield %t : tensor<3x3xf32>
+  }
+  func.return %0 : tensor<3x3xf32>
+}
+"""
+    group = next(op for op in graphopt.parse(text).walk() if isinstance(op, graph.FusedOp))
+    assert "another element" in supports(group)
+    assert supports(next(op for op in group.body.ops if isinstance(op, graph.SoftmaxOp))) is None
+
+
+# ----------------------------------------------------------------------------------------
+# Reductions
+# ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axes", [(1,), (0,), (0, 2), (-1,), (0, 1, 2)])
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min"])
+def test_reductions_with_elementwise_producer(op, axes, keepdims):
+    shape = (3, 1, 7)
+    out = tuple(
+        1 if i in {a % 3 for a in axes} else s
+        for i, s in enumerate(shape)
+        if keepdims or i not in {a % 3 for a in axes}
+    )
+    t, o = tensor(shape), tensor(out)
+    axes_attr = f"array<i64: {', '.join(map(str, axes))}>"
+    text = (
+        f"func.func @main(%x: {t}, %y: {tensor((7,))}) -> {o} {{\n"
+        f" %0 = graph.mul %x, %y : ({t}, {tensor((7,))}) -> {t}\n"
+        f" %1 = graph.{op} %0 {{axes = {axes_attr}, keepdims = {str(keepdims).lower()}}} : ({t}) -> {o}\n"
+        f" func.return %1 : {o}\n}}"
+    )
+    (kernel,) = kernels(text)
+    reduction = ops_of(kernel, GenericOp)[1]
+    assert "reduction" in [str(i.data) for i in reduction.iterator_types]
+    x = sample(shape, specials=False)
+    check(text, x, sample((7,), seed=1), rtol=1e-4)
+    x[0, 0, 3] = np.nan
+    check(text, x, sample((7,), seed=1), rtol=1e-4)
+
+
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_max", "reduce_min"])
+def test_int_reductions(op):
+    t, o = tensor((3, 7), "i32"), tensor((3,), "i32")
+    text = f"func.func @main(%x: {t}) -> {o} {{\n %0 = graph.{op} %x {{axes = array<i64: 1>}} : ({t}) -> {o}\n func.return %0 : {o}\n}}"
+    check(text, sample((3, 7), "i32"))
+
+
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_with_producers(op, axis):
+    t = tensor((3, 4, 7))
+    text = (
+        f"func.func @main(%x: {t}, %y: {tensor((7,))}) -> {t} {{\n"
+        f" %0 = graph.add %x, %y : ({t}, {tensor((7,))}) -> {t}\n"
+        f" %1 = graph.{op} %0 {{axis = {axis} : i64}} : ({t}) -> {t}\n func.return %1 : {t}\n}}"
+    )
+    (kernel,) = kernels(text)
+    allocs = ops_of(kernel, memref.AllocOp)
+    assert len(allocs) == 2 and all(len(a.memref.type.get_shape()) == 2 for a in allocs)
+    x = sample((3, 4, 7), specials=False)
+    x[0, 0, 0] = np.inf
+    check(text, x, sample((7,), seed=1, specials=False), rtol=1e-4)
+
+
+def test_softmax_of_an_input_reads_it_directly():
+    t = tensor((3, 7))
+    text = f"func.func @main(%x: {t}) -> {t} {{\n %0 = graph.softmax %x : ({t}) -> {t}\n %1 = graph.neg %0 : {t}\n func.return %1 : {t}\n}}"
+    softmax, _neg = kernels(text)
+    assert len(ops_of(softmax, GenericOp)) == 5  # two row statistics (fill, reduce), one normalization
+    check(text, sample((3, 7), specials=False), rtol=1e-4)
+
+
+@pytest.mark.parametrize("shape, axis", [((3, 7), -1), ((2, 3, 5), 1), ((2, 3, 5), -1)])
+def test_layer_norm_with_producer_and_epilogue(shape, axis):
+    t, n = tensor(shape), tensor(shape[axis % len(shape) :])
+    text = (
+        f"func.func @main(%x: {t}, %s: {n}, %b: {n}) -> {t} {{\n"
+        f" %0 = graph.mul %x, %x : ({t}, {t}) -> {t}\n"
+        f" %1 = graph.layer_norm %0, %s, %b {{axis = {axis} : i64}} : ({t}, {n}, {n}) -> {t}\n"
+        f" func.return %1 : {t}\n}}"
+    )
+    check(
+        text,
+        sample(shape, specials=False),
+        *(sample(shape[axis % len(shape) :], seed=i, specials=False) for i in (1, 2)),
+        rtol=1e-4,
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# Matmul with epilogue
+# ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("a, b", [((3, 5), (5, 7)), ((2, 3, 5), (5, 1)), ((2, 1, 3, 4), (3, 4, 2)), ((1, 1), (1, 1))])
+def test_matmul_with_epilogue(a, b):
+    out = np.matmul(np.zeros(a), np.zeros(b)).shape
+    text = (
+        f"func.func @main(%a: {tensor(a)}, %b: {tensor(b)}, %c: {tensor(out[-1:])}) -> {tensor(out)} {{\n"
+        f" %0 = graph.matmul %a, %b : ({tensor(a)}, {tensor(b)}) -> {tensor(out)}\n"
+        f" %1 = graph.add %0, %c : ({tensor(out)}, {tensor(out[-1:])}) -> {tensor(out)}\n"
+        f" %2 = graph.gelu %1 : {tensor(out)}\n func.return %2 : {tensor(out)}\n}}"
+    )
+    (kernel,) = kernels(text)
+    _fill, contraction, epilogue = ops_of(kernel, GenericOp)
+    assert [str(i.data) for i in contraction.iterator_types][-1] == "reduction"
+    assert len(epilogue.outputs) == 1 and epilogue.outputs[0] is kernel.body.block.args[-1]
+    check(text, sample(a, specials=False), sample(b, seed=1, specials=False), sample(out[-1:], seed=2), rtol=1e-4)
+
+
+def test_int_matmul():
+    a, b, o = tensor((3, 4), "i32"), tensor((4, 2), "i32"), tensor((3, 2), "i32")
+    text = f"func.func @main(%a: {a}, %b: {b}) -> {o} {{\n %0 = graph.matmul %a, %b : ({a}, {b}) -> {o}\n func.return %0 : {o}\n}}"
+    check(text, sample((3, 4), "i32"), sample((4, 2), "i32", seed=1))
+
+
+# ----------------------------------------------------------------------------------------
+# The pass
+# ----------------------------------------------------------------------------------------
+
+
+def test_pass_emits_kernels_in_execution_order():
+    text = """
+func.func @main(%x: tensor<4x8xf32>, %w: tensor<8x3xf32>) -> tensor<4x3xf32> {
+  %0 = graph.exp %x : tensor<4x8xf32>
+  %1 = graph.softmax %0 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %2 = graph.matmul %1, %w : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+  %3 = graph.transpose %2 {perm = array<i64: 1, 0>} : (tensor<4x3xf32>) -> tensor<3x4xf32>
+  %4 = graph.reshape %3 : (tensor<3x4xf32>) -> tensor<4x3xf32>
+  func.return %4 : tensor<4x3xf32>
+}
+"""
+    names = [k.sym_name.data for k in kernels(text)]
+    assert names == ["fused_exp_softmax_0", "matmul_0", "fused_transpose_reshape_1"]
+    x, w = sample((4, 8), specials=False), sample((8, 3), seed=1)
+    check(text, x, w, rtol=1e-4)
+    check(text, x, w, fuse=False, rtol=1e-4)
