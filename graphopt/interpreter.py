@@ -82,11 +82,12 @@ def _run_block(module: ModuleOp, block: Block, args: Sequence[np.ndarray]) -> li
         operands = [env[o] for o in op.operands]
         if isinstance(op, (ReturnOp, YieldOp)):
             return operands
-        env.update(zip(op.results, _evaluate(module, op, operands)))
+        env.update(zip(op.results, evaluate(module, op, operands)))
     raise GraphoptError(f"block of {block.parent_op().name} has no terminator")
 
 
-def _evaluate(module: ModuleOp, op: Operation, operands: list[np.ndarray]) -> list[np.ndarray]:
+def evaluate(module: ModuleOp, op: Operation, operands: list[np.ndarray]) -> list[np.ndarray]:
+    """The results of one op (a graph op, graph.fused or func.call of `module`) on NumPy operands."""
     if isinstance(op, CallOp):
         callee = _lookup_function(module, op.callee.string_value())
         results = _run_block(module, callee.body.block, operands)
@@ -292,7 +293,7 @@ OPS: dict[str, OpFunction] = {
     "graph.gelu": gelu,
     "graph.leaky_relu": lambda op, x: np.where(x >= 0, x, op.get("alpha") * x),
     "graph.clip": clip,
-    "graph.cast": lambda op, x: x,  # _evaluate converts every result to its type
+    "graph.cast": lambda op, x: x,  # evaluate converts every result to its type
     "graph.cmp": lambda op, a, b: CMP_PREDICATES[op.get("predicate")](a, b),
     "graph.select": lambda op, cond, a, b: np.where(cond, a, b),
     "graph.batch_norm": batch_norm,

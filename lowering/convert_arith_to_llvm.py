@@ -199,6 +199,26 @@ class LowerNegf(RewritePattern):
         replace_with_llvm(rewriter, op, [new_op], new_op.results[0])
 
 
+class LowerFloorDivSI(RewritePattern):
+    """floordivsi (from affine floordiv): q = a sdiv b, minus one where the remainder is
+    non-zero and has the other sign than b (rounding toward -inf instead of zero)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.FloorDivSIOp, rewriter: PatternRewriter, /):
+        lhs, rhs = llvm_operands(rewriter, op.operands)
+        quotient = llvm.SDivOp(lhs, rhs)
+        remainder = llvm.SRemOp(lhs, rhs)
+        zero = llvm.ConstantOp(IntegerAttr(0, lhs.type), lhs.type)
+        inexact = llvm.ICmpOp(remainder.res, zero.result, IntegerAttr(1, 64))  # ne
+        signs = llvm.XOrOp(remainder.res, rhs)
+        opposite = llvm.ICmpOp(signs.res, zero.result, IntegerAttr(2, 64))  # slt
+        adjust = llvm.AndOp(inexact.res, opposite.res)
+        step = llvm.ZExtOp(adjust.res, lhs.type)
+        result = llvm.SubOp(quotient.res, step.res)
+        ops = [quotient, remainder, zero, inexact, signs, opposite, adjust, step, result]
+        replace_with_llvm(rewriter, op, ops, result.res)
+
+
 @dataclass(frozen=True)
 class ConvertArithToLLVMPass(ModulePass):
     """Lower the scalar arith ops of kernels to the llvm dialect."""
@@ -218,5 +238,6 @@ class ConvertArithToLLVMPass(ModulePass):
             LowerCmpi(),
             LowerSelect(),
             LowerNegf(),
+            LowerFloorDivSI(),
         ]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns), apply_recursively=False).rewrite_module(op)

@@ -12,7 +12,7 @@ tanh/erf and the functions LLVM has no intrinsic for call libm, which MCJIT reso
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from graphopt.lowering.llvm_types import intrinsic_call, replace_with_llvm
+from graphopt.lowering.llvm_types import declare_function, intrinsic_call, replace_with_llvm
 from xdsl.context import Context
 from xdsl.dialects import llvm, math
 from xdsl.dialects.builtin import Float32Type, FloatAttr, IntegerAttr, ModuleOp, i1
@@ -25,8 +25,6 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.traits import SymbolTable
 
 INTRINSIC_OPS: dict[type[Operation], str] = {
     math.AbsFOp: "fabs",
@@ -208,16 +206,11 @@ class LowerAbsI(RewritePattern):
 
 def declare_libm_functions(module: ModuleOp) -> None:
     """Declare `llvm.func @erf(f64) -> f64` etc. for the libm functions the module's ops call."""
-    declared: set[str] = set()
-    for op in module.walk():
+    for op in list(module.walk()):
         function = libm_function(op)
-        if function is None or function in declared or SymbolTable.lookup_symbol(module, function):
-            continue
-        declared.add(function)
-        type_ = op.results[0].type
-        signature = llvm.LLVMFunctionType([operand.type for operand in op.operands], type_)
-        declaration = llvm.FuncOp(function, signature, linkage=llvm.LinkageAttr("external"))
-        Rewriter.insert_op(declaration, InsertPoint.at_start(module.body.block))
+        if function is not None:
+            signature = llvm.LLVMFunctionType([operand.type for operand in op.operands], op.results[0].type)
+            declare_function(module, function, signature)
 
 
 @dataclass(frozen=True)

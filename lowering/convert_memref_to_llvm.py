@@ -11,12 +11,13 @@
 The address is a GEP on the linearized index, not ptrtoint/add/inttoptr, so LLVM can see
 consecutive accesses and vectorize. `memref.alloca` becomes an `llvm.alloca` hoisted to the
 function's entry block (its size is static), so an alloca inside a loop does not grow the stack.
+`memref.alloc`/`memref.dealloc` (row buffers of reductions) call libc's `aligned_alloc`/`free`.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from graphopt.lowering.llvm_types import llvm_operands, replace_with_llvm
+from graphopt.lowering.llvm_types import declare_function, llvm_operands, replace_with_llvm
 from xdsl.context import Context
 from xdsl.dialects import llvm, memref
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, i64
@@ -104,6 +105,36 @@ class LowerAlloca(RewritePattern):
         replace_with_llvm(rewriter, op, [], alloca.res)
 
 
+class LowerAlloc(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.AllocOp, rewriter: PatternRewriter, /):
+        type_ = op.memref.type
+        assert isinstance(type_, MemRefType)
+        static_layout(type_)
+        element_bytes = type_.element_type.compile_time_size
+        size = -(-type_.element_count() * element_bytes // ALLOCA_ALIGNMENT) * ALLOCA_ALIGNMENT
+        alignment = llvm.ConstantOp(IntegerAttr(ALLOCA_ALIGNMENT, i64), i64)
+        byte_count = llvm.ConstantOp(IntegerAttr(max(size, ALLOCA_ALIGNMENT), i64), i64)
+        call = llvm.CallOp("aligned_alloc", alignment, byte_count, return_type=llvm.LLVMPointerType())
+        replace_with_llvm(rewriter, op, [alignment, byte_count, call], call.returned)
+
+
+class LowerDealloc(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.DeallocOp, rewriter: PatternRewriter, /):
+        (pointer,) = llvm_operands(rewriter, [op.memref])
+        replace_with_llvm(rewriter, op, [llvm.CallOp("free", pointer)], None)
+
+
+def declare_allocation_functions(module: ModuleOp) -> None:
+    ops = list(module.walk())
+    pointer = llvm.LLVMPointerType()
+    if any(isinstance(op, memref.AllocOp) for op in ops):
+        declare_function(module, "aligned_alloc", llvm.LLVMFunctionType([i64, i64], pointer))
+    if any(isinstance(op, memref.DeallocOp) for op in ops):
+        declare_function(module, "free", llvm.LLVMFunctionType([pointer]))
+
+
 @dataclass(frozen=True)
 class ConvertMemRefToLLVMPass(ModulePass):
     """Lower memref.load/store/alloca on static memrefs to GEP-addressed llvm ops."""
@@ -111,5 +142,6 @@ class ConvertMemRefToLLVMPass(ModulePass):
     name = "convert-memref-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = [LowerLoad(), LowerStore(), LowerAlloca()]
+        declare_allocation_functions(op)
+        patterns = [LowerLoad(), LowerStore(), LowerAlloca(), LowerAlloc(), LowerDealloc()]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns), apply_recursively=False).rewrite_module(op)

@@ -93,6 +93,9 @@ class Kernel:
         argtypes = [ctypes.c_void_p if a.shape is not None else CTYPES_BY_DTYPE[a.dtype] for a in arguments]
         restype = scalar_type(result)[1] if result is not None else None
         self._cfunc = ctypes.CFUNCTYPE(restype, *argtypes)(address)
+        self.unchecked = self._cfunc
+        """The kernel without argument checks: takes data addresses (ints) and scalars; the
+        caller guarantees shapes, dtypes, contiguity, alignment and no overlap of outputs."""
 
     def __call__(self, *args):
         if len(args) != len(self.arguments):

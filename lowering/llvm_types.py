@@ -17,12 +17,14 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerType,
     MemRefType,
+    ModuleOp,
     UnrealizedConversionCastOp,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import DiagnosticException
 
 FLOAT_SUFFIXES: dict[type[Attribute], str] = {Float16Type: "f16", Float32Type: "f32", Float64Type: "f64"}
@@ -81,3 +83,10 @@ def convert_block_arguments(block: Block) -> None:
         cast = UnrealizedConversionCastOp.get([new_arg], [old_type])
         Rewriter.insert_op(cast, InsertPoint.at_start(block))
         new_arg.replace_uses_with_if(cast.results[0], lambda use, cast=cast: use.operation is not cast)
+
+
+def declare_function(module: ModuleOp, name: str, signature: llvm.LLVMFunctionType) -> None:
+    """Declare the external `llvm.func @name` (a libc/libm symbol MCJIT resolves) once."""
+    if SymbolTable.lookup_symbol(module, name) is None:
+        declaration = llvm.FuncOp(name, signature, linkage=llvm.LinkageAttr("external"))
+        Rewriter.insert_op(declaration, InsertPoint.at_start(module.body.block))

@@ -1,0 +1,211 @@
+"""graphopt.compile: fuse, lower each group to one CPU kernel, JIT it, and run whole modules.
+
+    exe = graphopt.compile(module)                # fuse + lower + JIT, once
+    (y,) = exe(x)                                 # NumPy arrays in, fresh NumPy arrays out
+    print(exe.report())                           # one line per step: kernel or reference
+
+The plan is a list of steps in @main's order. A step is a compiled kernel (a `graph.fused`
+group, or one op when `fuse=False` or when it was left alone by fusion) or, for a group the
+CPU lowering does not support yet, the reference interpreter; `report()` says which and why.
+Constants are materialized once at compile time. Intermediate buffers are planned at compile
+time (a buffer is reused once the last step reading its value has run) and allocated once
+per calling thread, so calls from several threads are safe. Kernels are called through
+ctypes, which releases the GIL while they run.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Operation, SSAValue
+
+from graphopt.dialects import graph
+from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
+from graphopt.errors import GraphoptError
+from graphopt.interpreter import check_arguments, evaluate
+from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, Unsupported, lower_group
+from graphopt.lowering.jit import aligned_array, aligned_empty, compile_module
+from graphopt.parsing import make_context
+from graphopt.transforms.fuse import FusePass
+
+ALIGNMENT = 16
+"""Kernel arguments are assumed 16-byte aligned: what NumPy's allocator gives every array."""
+
+BACKENDS = ("cpu", "reference")
+
+
+@dataclass
+class Step:
+    """One kernel launch (or reference evaluation) of the plan."""
+
+    name: str
+    op: Operation
+    inputs: list[SSAValue]
+    outputs: list[SSAValue]
+    backend: str
+    reason: str | None = None
+    """Why the step runs on the reference interpreter."""
+    constants: list[np.ndarray] = field(default_factory=list)
+    """Extra kernel arguments: the group's non-splat constants."""
+    kernel: object = None
+
+
+def compile(module: ModuleOp, backends: Sequence[str] = ("cpu",), fuse: bool = True, entry: str = "main") -> Executable:
+    """Compile `module`'s `entry` function for the CPU; see the module docstring."""
+    unknown = [b for b in backends if b not in BACKENDS]
+    if unknown:
+        raise GraphoptError(f"unknown backend {unknown[0]!r}; available: {', '.join(BACKENDS)}")
+    module = module.clone()
+    if fuse:
+        FusePass().apply(make_context(), module)
+    return Executable(module, entry, use_cpu="cpu" in backends)
+
+
+class Executable:
+    """A compiled module: call it with NumPy arrays, one per argument of the entry function."""
+
+    def __init__(self, module: ModuleOp, entry: str, use_cpu: bool):
+        self.module = module
+        self.function = _entry_function(module, entry)
+        self.constants: dict[SSAValue, np.ndarray] = {}
+        self.steps: list[Step] = []
+        for op in self.function.body.block.ops:
+            if isinstance(op, graph.ConstantOp):
+                self.constants[op.result] = aligned_array(dense_to_numpy(op.value), alignment=ALIGNMENT)
+            elif not isinstance(op, ReturnOp):
+                self.steps.append(self._step(op, use_cpu))
+        self.results = list(self.function.body.block.last_op.operands)
+        self.produced = {v for step in self.steps for v in step.outputs}
+        self._compile_kernels()
+        self._plan_buffers()
+        self._workspaces = threading.local()
+
+    # -- planning ------------------------------------------------------------------------
+
+    def _step(self, op: Operation, use_cpu: bool) -> Step:
+        name = op.group_name.data if isinstance(op, graph.FusedOp) else f"{op.name.removeprefix('graph.')}_{len(self.steps)}"
+        step = Step(name, op, list(op.operands), list(op.results), "reference")
+        if not use_cpu:
+            step.reason = "cpu backend not selected"
+        elif isinstance(op, graph.FusedOp) and op.mode_name == "fallback":
+            step.reason = "fallback group"
+        elif not isinstance(op, (graph.FusedOp, graph.GraphOp)):
+            step.reason = f"{op.name} is not a graph op"
+        else:
+            try:
+                step.kernel = lower_group(op, name)
+                step.backend = "cpu"
+            except Unsupported as e:
+                step.reason = str(e)
+        return step
+
+    def _compile_kernels(self) -> None:
+        kernel_steps = [s for s in self.steps if s.backend == "cpu"]
+        if not kernel_steps:
+            return
+        for step in kernel_steps:
+            step.constants = [
+                aligned_array(dense_to_numpy(attrs.data[CONSTANT_ARG_ATTR]), alignment=ALIGNMENT)
+                for attrs in (step.kernel.arg_attrs.data if step.kernel.arg_attrs else [])
+                if CONSTANT_ARG_ATTR in attrs.data
+            ]
+        kernels = ModuleOp([s.kernel for s in kernel_steps])
+        compiled = compile_module(kernels, alignment=ALIGNMENT)
+        for step in kernel_steps:
+            step.kernel = compiled[step.name]
+
+    def _plan_buffers(self) -> None:
+        """Give every intermediate value a slot in a reusable byte buffer (by liveness)."""
+        last_use: dict[SSAValue, int] = {}
+        for index, step in enumerate(self.steps):
+            for value in step.inputs:
+                last_use[value] = index
+        returned = set(self.results)
+        free: list[int] = []
+        self.buffer_sizes: list[int] = []
+        self.slot_of: dict[SSAValue, int] = {}
+        for index, step in enumerate(self.steps):
+            for value in step.outputs:
+                if value in returned:
+                    continue
+                size = _nbytes(value)
+                fitting = [b for b in free if self.buffer_sizes[b] >= size]
+                if fitting:
+                    slot = min(fitting, key=self.buffer_sizes.__getitem__)
+                    free.remove(slot)
+                else:
+                    slot = len(self.buffer_sizes)
+                    self.buffer_sizes.append(size)
+                self.slot_of[value] = slot
+            for value in step.inputs:
+                if last_use.get(value) == index and value in self.slot_of and value not in step.outputs:
+                    free.append(self.slot_of[value])
+
+    # -- running -------------------------------------------------------------------------
+
+    def __call__(self, *arrays) -> tuple[np.ndarray, ...]:
+        values: dict[SSAValue, np.ndarray] = dict(self.constants)
+        args = check_arguments(self.function, arrays)
+        values.update(zip(self.function.body.block.args, (_kernel_ready(a) for a in args)))
+        buffers = self._workspace()
+        for value in self.results:
+            if value in self.produced:
+                values[value] = aligned_empty(value.type.get_shape(), _dtype(value), alignment=64)
+        for value, slot in self.slot_of.items():
+            values[value] = buffers[slot][: _nbytes(value)].view(_dtype(value)).reshape(value.type.get_shape())
+        for step in self.steps:
+            operands = [values[v] for v in step.inputs]
+            if step.backend == "cpu":
+                outputs = [values[v] for v in step.outputs]
+                step.kernel.unchecked(*[a.ctypes.data for a in (*operands, *step.constants, *outputs)])
+            else:
+                with np.errstate(all="ignore"):
+                    for value, result in zip(step.outputs, evaluate(self.module, step.op, operands), strict=True):
+                        if value in values:
+                            np.copyto(values[value], result)
+                        else:
+                            values[value] = result
+        return tuple(values[v] if v in self.produced else np.array(values[v]) for v in self.results)
+
+    def _workspace(self) -> list[np.ndarray]:
+        buffers = getattr(self._workspaces, "buffers", None)
+        if buffers is None:
+            buffers = [aligned_empty(size, np.uint8, alignment=64) for size in self.buffer_sizes]
+            self._workspaces.buffers = buffers
+        return buffers
+
+    def report(self) -> str:
+        """One line per step: its name, where it runs and, for the reference, why."""
+        lines = []
+        for step in self.steps:
+            why = f"  ({step.reason})" if step.reason else ""
+            lines.append(f"{step.name:<40} {step.backend}{why}")
+        return "\n".join(lines)
+
+
+def _entry_function(module: ModuleOp, entry: str) -> FuncOp:
+    for op in module.body.block.ops:
+        if isinstance(op, FuncOp) and op.sym_name.data == entry and op.body.blocks:
+            return op
+    raise GraphoptError(f"no function @{entry} in the module")
+
+
+def _dtype(value: SSAValue) -> np.dtype:
+    return numpy_dtype(value.type.get_element_type())
+
+
+def _nbytes(value: SSAValue) -> int:
+    return int(np.prod(value.type.get_shape(), dtype=np.int64)) * _dtype(value).itemsize
+
+
+def _kernel_ready(array: np.ndarray) -> np.ndarray:
+    """The array itself when a kernel can read it in place, else an aligned contiguous copy."""
+    if array.flags.c_contiguous and array.ctypes.data % ALIGNMENT == 0:
+        return array
+    return aligned_array(array, alignment=ALIGNMENT)
+
