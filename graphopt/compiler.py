@@ -148,16 +148,14 @@ class Executable:
 
     # -- running -------------------------------------------------------------------------
 
-    def __call__(self, *arrays) -> tuple[np.ndarray, ...]:
+    def __call__(self, *arrays, out: Sequence[np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
+        """Run on `arrays`; results are fresh arrays, or written into `out` (one per result)."""
         values: dict[SSAValue, np.ndarray] = dict(self.constants)
         args = check_arguments(self.function, arrays)
         values.update(zip(self.function.body.block.args, (_kernel_ready(a) for a in args)))
-        buffers = self._workspace()
-        for value in self.results:
-            if value in self.produced:
-                values[value] = aligned_empty(value.type.get_shape(), _dtype(value), alignment=64)
-        for value, slot in self.slot_of.items():
-            values[value] = buffers[slot][: _nbytes(value)].view(_dtype(value)).reshape(value.type.get_shape())
+        values.update(self._workspace())
+        results = self._result_arrays(out)
+        values.update((v, a) for v, a in zip(self.results, results) if v in self.produced)
         for step in self.steps:
             operands = [values[v] for v in step.inputs]
             if step.backend == "cpu":
@@ -166,18 +164,38 @@ class Executable:
             else:
                 with np.errstate(all="ignore"):
                     for value, result in zip(step.outputs, evaluate(self.module, step.op, operands), strict=True):
-                        if value in values:
-                            np.copyto(values[value], result)
-                        else:
-                            values[value] = result
-        return tuple(values[v] if v in self.produced else np.array(values[v]) for v in self.results)
+                        np.copyto(values[value], result)
+        for value, array in zip(self.results, results):
+            if value not in self.produced:
+                np.copyto(array, values[value])
+        return results
 
-    def _workspace(self) -> list[np.ndarray]:
-        buffers = getattr(self._workspaces, "buffers", None)
-        if buffers is None:
+    def _result_arrays(self, out: Sequence[np.ndarray] | None) -> tuple[np.ndarray, ...]:
+        if out is None:
+            return tuple(aligned_empty(v.type.get_shape(), _dtype(v), alignment=64) for v in self.results)
+        if len(out) != len(self.results):
+            raise GraphoptError(f"out= needs {len(self.results)} arrays, got {len(out)}")
+        for index, (value, array) in enumerate(zip(self.results, out)):
+            shape, dtype = tuple(value.type.get_shape()), _dtype(value)
+            if not (isinstance(array, np.ndarray) and array.shape == shape and array.dtype == dtype
+                    and array.flags.c_contiguous and array.flags.writeable and array.ctypes.data % ALIGNMENT == 0):
+                raise GraphoptError(
+                    f"out[{index}] must be a writeable, C-contiguous, {ALIGNMENT}-byte aligned "
+                    f"{dtype} array of shape {list(shape)}"
+                )
+        return tuple(out)
+
+    def _workspace(self) -> dict[SSAValue, np.ndarray]:
+        """This thread's views of the planned intermediate buffers, made on its first call."""
+        views = getattr(self._workspaces, "views", None)
+        if views is None:
             buffers = [aligned_empty(size, np.uint8, alignment=64) for size in self.buffer_sizes]
-            self._workspaces.buffers = buffers
-        return buffers
+            views = {
+                value: buffers[slot][: _nbytes(value)].view(_dtype(value)).reshape(value.type.get_shape())
+                for value, slot in self.slot_of.items()
+            }
+            self._workspaces.views = views
+        return views
 
     def report(self) -> str:
         """One line per step: its name, where it runs and, for the reference, why."""
