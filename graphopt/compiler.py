@@ -10,13 +10,17 @@ CPU lowering does not support yet, the reference interpreter; `report()` says wh
 Constants are materialized once at compile time. Intermediate buffers are planned at compile
 time (a buffer is reused once the last step reading its value has run) and allocated once
 per calling thread, so calls from several threads are safe. Kernels are called through
-ctypes, which releases the GIL while they run.
+ctypes, which releases the GIL while they run: a large kernel that is one parallel loop nest
+over rows (`lowering/row_split.py`) runs as `threads` row chunks at once (default: the
+GRAPHOPT_THREADS environment variable, else the number of CPUs).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,6 +34,7 @@ from graphopt.errors import GraphoptError
 from graphopt.interpreter import check_arguments, evaluate
 from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, Unsupported, lower_group
 from graphopt.lowering.jit import aligned_array, aligned_empty, compile_module
+from graphopt.lowering.row_split import RowSplit, row_chunk_kernel, row_split
 from graphopt.parsing import make_context
 from graphopt.transforms.fuse import FusePass
 
@@ -37,6 +42,9 @@ ALIGNMENT = 16
 """Kernel arguments are assumed 16-byte aligned: what NumPy's allocator gives every array."""
 
 BACKENDS = ("cpu", "reference")
+
+PARALLEL_MIN_ELEMENTS = 1 << 16
+"""Smaller kernels run on one thread: splitting them costs more than it saves."""
 
 
 @dataclass
@@ -53,9 +61,18 @@ class Step:
     constants: list[np.ndarray] = field(default_factory=list)
     """Extra kernel arguments: the group's non-splat constants."""
     kernel: object = None
+    split: RowSplit | None = None
+    chunks: list[tuple[str, int]] = field(default_factory=list)
+    """Row chunks run in parallel: (kernel name, then the kernel; first row)."""
 
 
-def compile(module: ModuleOp, backends: Sequence[str] = ("cpu",), fuse: bool = True, entry: str = "main") -> Executable:
+def compile(
+    module: ModuleOp,
+    backends: Sequence[str] = ("cpu",),
+    fuse: bool = True,
+    entry: str = "main",
+    threads: int | None = None,
+) -> Executable:
     """Compile `module`'s `entry` function for the CPU; see the module docstring."""
     unknown = [b for b in backends if b not in BACKENDS]
     if unknown:
@@ -63,14 +80,20 @@ def compile(module: ModuleOp, backends: Sequence[str] = ("cpu",), fuse: bool = T
     module = module.clone()
     if fuse:
         FusePass().apply(make_context(), module)
-    return Executable(module, entry, use_cpu="cpu" in backends)
+    if threads is None:
+        threads = int(os.environ.get("GRAPHOPT_THREADS", os.cpu_count() or 1))
+    if threads < 1:
+        raise GraphoptError(f"threads must be at least 1, got {threads}")
+    return Executable(module, entry, use_cpu="cpu" in backends, threads=threads)
 
 
 class Executable:
     """A compiled module: call it with NumPy arrays, one per argument of the entry function."""
 
-    def __init__(self, module: ModuleOp, entry: str, use_cpu: bool):
+    def __init__(self, module: ModuleOp, entry: str, use_cpu: bool, threads: int = 1):
         self.module = module
+        self.threads = threads
+        self._pool = ThreadPoolExecutor(threads - 1) if threads > 1 else None
         self.function = _entry_function(module, entry)
         self.constants: dict[SSAValue, np.ndarray] = {}
         self.steps: list[Step] = []
@@ -114,10 +137,26 @@ class Executable:
                 for attrs in (step.kernel.arg_attrs.data if step.kernel.arg_attrs else [])
                 if CONSTANT_ARG_ATTR in attrs.data
             ]
-        kernels = ModuleOp([s.kernel for s in kernel_steps])
-        compiled = compile_module(kernels, alignment=ALIGNMENT)
+        functions = [s.kernel for s in kernel_steps]
+        for step in kernel_steps:
+            functions += self._row_chunks(step)
+        compiled = compile_module(ModuleOp(functions), alignment=ALIGNMENT)
         for step in kernel_steps:
             step.kernel = compiled[step.name]
+            step.chunks = [(compiled[name], begin) for name, begin in step.chunks]
+
+    def _row_chunks(self, step: Step) -> list:
+        """Kernels for `threads` row chunks of a large row-parallel step (recorded in step.chunks)."""
+        split = row_split(step.kernel)
+        outputs = sum(int(np.prod(v.type.get_shape())) for v in step.outputs)
+        if self.threads == 1 or split is None or outputs < PARALLEL_MIN_ELEMENTS or split.rows < self.threads:
+            return []
+        step.split = split
+        base, extra = divmod(split.rows, self.threads)
+        sizes = [base + (i < extra) for i in range(self.threads)]
+        names = {size: f"{step.name}_rows{size}" for size in sorted(set(sizes))}
+        step.chunks = [(names[size], sum(sizes[:i])) for i, size in enumerate(sizes)]
+        return [row_chunk_kernel(step.kernel, split, size, name) for size, name in names.items()]
 
     def _plan_buffers(self) -> None:
         """Give every intermediate value a slot in a reusable byte buffer (by liveness)."""
@@ -160,7 +199,11 @@ class Executable:
             operands = [values[v] for v in step.inputs]
             if step.backend == "cpu":
                 outputs = [values[v] for v in step.outputs]
-                step.kernel.unchecked(*[a.ctypes.data for a in (*operands, *step.constants, *outputs)])
+                addresses = [a.ctypes.data for a in (*operands, *step.constants, *outputs)]
+                if step.chunks:
+                    self._run_chunks(step, addresses)
+                else:
+                    step.kernel.unchecked(*addresses)
             else:
                 with np.errstate(all="ignore"):
                     for value, result in zip(step.outputs, evaluate(self.module, step.op, operands), strict=True):
@@ -169,6 +212,17 @@ class Executable:
             if value not in self.produced:
                 np.copyto(array, values[value])
         return results
+
+    def _run_chunks(self, step: Step, addresses: list[int]) -> None:
+        """Run the step's row chunks on the pool and this thread; wait for all of them."""
+        calls = [
+            (kernel.unchecked, [a + begin * stride for a, stride in zip(addresses, step.split.row_bytes, strict=True)])
+            for kernel, begin in step.chunks
+        ]
+        pending = [self._pool.submit(function, *args) for function, args in calls[1:]]
+        calls[0][0](*calls[0][1])
+        for future in pending:
+            future.result()
 
     def _result_arrays(self, out: Sequence[np.ndarray] | None) -> tuple[np.ndarray, ...]:
         if out is None:

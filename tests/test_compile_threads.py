@@ -1,0 +1,69 @@
+"""Row-parallel kernels: which kernels split by rows, and that split runs equal the interpreter."""
+
+import numpy as np
+import pytest
+
+import graphopt
+from graphopt.builder import GraphBuilder
+from graphopt.lowering.graph_to_linalg import lower_group
+from graphopt.lowering.row_split import row_split
+
+
+def chain(shape, bias_shape):
+    b = GraphBuilder()
+    x, w = b.input("x", shape), b.input("w", bias_shape)
+    return b.finish(b.mul(b.relu(b.add(x, w)), b.constant(np.float32(0.5))))
+
+
+def transposed(shape):
+    b = GraphBuilder()
+    x = b.input("x", shape)
+    return b.finish(b.neg(b.transpose(b.exp(x), perm=[1, 0])))
+
+
+def only_step(exe):
+    (step,) = exe.steps
+    return step
+
+
+@pytest.mark.parametrize(
+    "module, split",
+    [
+        (chain((1025, 67), (67,)), True),  # w broadcast along rows: not sliced
+        (chain((70001,), (1,)), True),
+        (chain((3, 30001), (3, 1)), True),
+        (transposed((301, 257)), False),  # d0 reads another dimension of x
+    ],
+    ids=["rows_and_broadcast", "vector", "few_rows", "transpose"],
+)
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_split_runs_equal_the_interpreter(module, split, threads):
+    rng = np.random.default_rng(threads)
+    main = module.body.block.first_op
+    inputs = [rng.standard_normal(t.get_shape()).astype(np.float32) for t in main.function_type.inputs.data]
+    inputs[0].flat[::97] = np.nan
+    exe = graphopt.compile(module, threads=threads)
+    step = only_step(exe)
+    assert bool(step.chunks) == (split and threads > 1 and step.split.rows >= threads)
+    for got, want in zip(exe(*inputs), graphopt.interpret(module, *inputs), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_row_bytes_leave_broadcast_arguments_whole():
+    module = chain((1025, 67), (67,))
+    fused = next(iter(graphopt.compile(module, threads=1).module.body.block.first_op.body.block.ops))
+    split = row_split(lower_group(fused, "k"))
+    assert split.rows == 1025
+    assert split.row_bytes == (67 * 4, 0, 67 * 4)
+
+
+def test_small_kernels_stay_on_one_thread():
+    exe = graphopt.compile(chain((7, 5), (5,)), threads=2)
+    assert only_step(exe).chunks == []
+
+
+def test_threads_from_the_environment(monkeypatch):
+    monkeypatch.setenv("GRAPHOPT_THREADS", "3")
+    assert graphopt.compile(chain((4,), (4,))).threads == 3
+    with pytest.raises(graphopt.GraphoptError, match="threads must be at least 1"):
+        graphopt.compile(chain((4,), (4,)), threads=0)
