@@ -72,16 +72,19 @@ def main() -> None:
 
     print(f"f32 math over 2^22 elements, median of {repeats}")
     for name, body in BODIES.items():
-        x, out, expected = inputs[name], aligned_empty(N), aligned_empty(N)
-        kernel = compile_kernel(kernel_text(body))
-        numpy_version = numpy_versions[name]
-        kernel(x, out)
-        numpy_version(x, expected)
-        error = np.max(np.abs(out.astype(np.float64) - expected) / np.maximum(np.abs(expected.astype(np.float64)), 1e-37))
-        jit_ms = median_ms(lambda: kernel(x, out), repeats)
-        numpy_ms = median_ms(lambda: numpy_version(x, expected), repeats)
-        print(f"  {name:8} JIT {jit_ms:6.2f} ms   NumPy {numpy_ms:6.2f} ms   NumPy / JIT = {numpy_ms / jit_ms:5.2f}   max rel. error vs NumPy {error:.1e}")
+        compare(name, compile_kernel(kernel_text(body)), numpy_versions[name], inputs[name], repeats)
 
+
+def compare(name: str, kernel, numpy_version, x: np.ndarray, repeats: int) -> None:
+    """Print the kernel's and NumPy's median times on `x` and the kernel's largest relative error."""
+    out, expected = aligned_empty(N), aligned_empty(N)
+    kernel(x, out)
+    numpy_version(x, expected)
+    error = np.max(np.abs(out.astype(np.float64) - expected) / np.maximum(np.abs(expected.astype(np.float64)), 1e-37))
+    jit_ms = median_ms(lambda: kernel(x, out), repeats)
+    numpy_ms = median_ms(lambda: numpy_version(x, expected), repeats)
+    print(f"  {name:8} JIT {jit_ms:6.2f} ms   NumPy {numpy_ms:6.2f} ms   NumPy / JIT = {numpy_ms / jit_ms:5.2f}"
+          f"   max rel. error vs NumPy {error:.1e}")
 
 if __name__ == "__main__":
     main()

@@ -33,7 +33,7 @@ from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.errors import GraphoptError
 from graphopt.interpreter import check_arguments, evaluate
 from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, Unsupported, lower_group
-from graphopt.lowering.jit import aligned_array, aligned_empty, compile_module
+from graphopt.lowering.jit import ArgumentSpec, KernelArgumentError, aligned_array, aligned_empty, compile_module
 from graphopt.lowering.row_split import RowSplit, row_chunk_kernel, row_split
 from graphopt.parsing import make_context
 from graphopt.transforms.fuse import FusePass
@@ -121,9 +121,11 @@ class Executable:
             step.reason = f"{op.name} is not a graph op"
         else:
             try:
-                step.kernel = lower_group(op, name)
-                step.backend = "cpu"
-            except Unsupported as e:
+                kernel = lower_group(op, name)
+                for type_ in kernel.function_type.inputs.data:
+                    ArgumentSpec.of(type_)
+                step.kernel, step.backend = kernel, "cpu"
+            except (Unsupported, KernelArgumentError) as e:
                 step.reason = str(e)
         return step
 
@@ -209,7 +211,7 @@ class Executable:
                     for value, result in zip(step.outputs, evaluate(self.module, step.op, operands), strict=True):
                         np.copyto(values[value], result)
         for value, array in zip(self.results, results):
-            if value not in self.produced:
+            if values[value] is not array:  # an argument, a constant, or a value returned twice
                 np.copyto(array, values[value])
         return results
 

@@ -6,11 +6,18 @@
 
 maximumf/minimumf propagate NaN like NumPy's maximum/minimum (`llvm.maximum`); fptosi and
 fptoui saturate (`llvm.fptosi.sat`), so NaN gives 0 and out-of-range values clamp.
+
+addf/subf/mulf/divf/negf keep their fast-math flags (`arith.addf %a, %b fastmath<reassoc> : f32`
+-> `llvm.fadd %a, %b {fastmathFlags = #llvm.fastmath<reassoc>} : f32`), so LLVM vectorizes
+reductions marked `reassoc`. Ops that become intrinsic calls drop them: xDSL's LLVM IR
+converter cannot emit flags on `llvm.call_intrinsic` (LLVM vectorizes `llvm.maximum`
+reductions without them); cmpf drops them too (`llvm.fcmp` here has none).
 """
 
 from dataclasses import dataclass
 
 from graphopt.lowering.llvm_types import (
+    fastmath_flags,
     intrinsic_call,
     intrinsic_suffix,
     llvm_operands,
@@ -39,11 +46,14 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.utils.exceptions import DiagnosticException
 
-BINARY_OPS: dict[type[Operation], type[Operation]] = {
+FLOAT_BINARY_OPS: dict[type[Operation], type[llvm.AbstractFloatArithOp]] = {
     arith.AddfOp: llvm.FAddOp,
     arith.SubfOp: llvm.FSubOp,
     arith.MulfOp: llvm.FMulOp,
     arith.DivfOp: llvm.FDivOp,
+}
+
+INTEGER_BINARY_OPS: dict[type[Operation], type[Operation]] = {
     arith.AddiOp: llvm.AddOp,
     arith.SubiOp: llvm.SubOp,
     arith.MuliOp: llvm.MulOp,
@@ -85,9 +95,17 @@ FLOAT_TO_INT_OPS: dict[type[Operation], str] = {arith.FPToSIOp: "fptosi.sat", ar
 """Saturating conversions: the xDSL llvm dialect has no fptosi/fptoui op."""
 
 
-class LowerBinaryOp(RewritePattern):
+class LowerFloatBinaryOp(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if (llvm_op := BINARY_OPS.get(type(op))) is None:
+        if (llvm_op := FLOAT_BINARY_OPS.get(type(op))) is None:
+            return
+        new_op = llvm_op(*op.operands, fast_math=fastmath_flags(op))
+        replace_with_llvm(rewriter, op, [new_op], new_op.results[0])
+
+
+class LowerIntegerBinaryOp(RewritePattern):
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if (llvm_op := INTEGER_BINARY_OPS.get(type(op))) is None:
             return
         new_op = llvm_op(*llvm_operands(rewriter, op.operands))
         replace_with_llvm(rewriter, op, [new_op], new_op.results[0])
@@ -195,8 +213,13 @@ class LowerSelect(RewritePattern):
 class LowerNegf(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: arith.NegfOp, rewriter: PatternRewriter, /):
-        new_op = llvm.FNegOp(op.operand)
+        new_op = llvm.FNegOp(op.operand, fastmath_flags(op))
         replace_with_llvm(rewriter, op, [new_op], new_op.results[0])
+
+
+def icmp_predicate(flag: llvm.ICmpPredicateFlag) -> IntegerAttr:
+    """The predicate attribute `llvm.icmp` takes."""
+    return IntegerAttr(flag.to_int(), i64)
 
 
 class LowerFloorDivSI(RewritePattern):
@@ -209,9 +232,9 @@ class LowerFloorDivSI(RewritePattern):
         quotient = llvm.SDivOp(lhs, rhs)
         remainder = llvm.SRemOp(lhs, rhs)
         zero = llvm.ConstantOp(IntegerAttr(0, lhs.type), lhs.type)
-        inexact = llvm.ICmpOp(remainder.res, zero.result, IntegerAttr(1, 64))  # ne
+        inexact = llvm.ICmpOp(remainder.res, zero.result, icmp_predicate(llvm.ICmpPredicateFlag.NE))
         signs = llvm.XOrOp(remainder.res, rhs)
-        opposite = llvm.ICmpOp(signs.res, zero.result, IntegerAttr(2, 64))  # slt
+        opposite = llvm.ICmpOp(signs.res, zero.result, icmp_predicate(llvm.ICmpPredicateFlag.SLT))
         adjust = llvm.AndOp(inexact.res, opposite.res)
         step = llvm.ZExtOp(adjust.res, lhs.type)
         result = llvm.SubOp(quotient.res, step.res)
@@ -227,7 +250,8 @@ class ConvertArithToLLVMPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         patterns = [
-            LowerBinaryOp(),
+            LowerFloatBinaryOp(),
+            LowerIntegerBinaryOp(),
             LowerCastOp(),
             LowerIntrinsicOp(),
             LowerFloatToInt(),

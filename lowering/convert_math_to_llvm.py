@@ -1,21 +1,38 @@
 """convert-math-to-llvm: math ops become LLVM intrinsics, libm calls or inline expansions.
 
-    %e = math.exp %x : f32     ->   %e = llvm.call_intrinsic "llvm.exp.f32"(%x) : (f32) -> f32
+    %e = math.exp %x : f64     ->   %e = llvm.call_intrinsic "llvm.exp.f64"(%x) : (f64) -> f64
     %t = math.tanh %x : f32    ->   clamp, two polynomials in x*x (llvm.intr.fma), llvm.fdiv, llvm.select
     %r = math.erf %x : f64     ->   %r = llvm.call @erf(%x) : (f64) -> f64   (plus `llvm.func @erf(f64) -> f64`)
 
-f32 tanh and erf use Eigen's rational approximations (max error a few ulp, no branches, no
-calls), so loops around them still vectorize; a libm call per element would stop that. f64
-tanh/erf and the functions LLVM has no intrinsic for call libm, which MCJIT resolves in-process.
+f32 exp, log, tanh and erf expand inline (a few ulp, no branches, no calls), so loops around
+them vectorize; an intrinsic such as `llvm.exp.f32` is scalarized into one libm call per
+element, and a call per element stops vectorization. exp and log reduce the argument with
+integer ops on the float's bits (Cephes polynomials), tanh and erf are Eigen's rational
+approximations. f64 tanh/erf and the functions LLVM has no intrinsic for call libm, which MCJIT
+resolves in-process. libm calls keep the op's fast-math flags; intrinsic calls (xDSL's LLVM IR
+converter cannot emit flags on them) and the inline expansions (written for IEEE semantics;
+`reassoc` would let LLVM undo their rounding tricks) drop them.
 """
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from graphopt.lowering.llvm_types import declare_function, intrinsic_call, replace_with_llvm
+from graphopt.lowering.llvm_types import (
+    declare_function,
+    fastmath_flags,
+    intrinsic_call,
+    replace_with_llvm,
+)
 from xdsl.context import Context
 from xdsl.dialects import llvm, math
-from xdsl.dialects.builtin import Float32Type, FloatAttr, IntegerAttr, ModuleOp, i1
+from xdsl.dialects.builtin import (
+    Float32Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    i1,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -68,10 +85,14 @@ LIBM_OPS: dict[type[Operation], str] = {
 
 
 class FloatExpression:
-    """Builds a scalar float expression as a list of llvm ops."""
+    """Builds a scalar float expression, and integer ops on the float's bits, as a list of llvm ops.
+
+    Arithmetic helpers take SSA values or Python numbers (made constants of the float type, or of
+    the same-width integer type for the integer helpers)."""
 
     def __init__(self, type_: Attribute):
         self.type = type_
+        self.bits_type = IntegerType(type_.bitwidth)
         self.ops: list[Operation] = []
 
     def emit(self, op: Operation) -> SSAValue:
@@ -81,29 +102,74 @@ class FloatExpression:
     def constant(self, value: float) -> SSAValue:
         return self.emit(llvm.ConstantOp(FloatAttr(value, self.type), self.type))
 
+    def float_value(self, value: SSAValue | float) -> SSAValue:
+        return value if isinstance(value, SSAValue) else self.constant(value)
+
+    def int_value(self, value: SSAValue | int) -> SSAValue:
+        return value if isinstance(value, SSAValue) else self.emit(llvm.ConstantOp(IntegerAttr(value, self.bits_type), self.bits_type))
+
+    def add(self, a: SSAValue | float, b: SSAValue | float) -> SSAValue:
+        return self.emit(llvm.FAddOp(self.float_value(a), self.float_value(b)))
+
+    def sub(self, a: SSAValue | float, b: SSAValue | float) -> SSAValue:
+        return self.emit(llvm.FSubOp(self.float_value(a), self.float_value(b)))
+
+    def mul(self, a: SSAValue | float, b: SSAValue | float) -> SSAValue:
+        return self.emit(llvm.FMulOp(self.float_value(a), self.float_value(b)))
+
+    def fma(self, a: SSAValue | float, b: SSAValue | float, c: SSAValue | float) -> SSAValue:
+        """a * b + c, rounded once."""
+        return self.emit(llvm.FMAOp(self.float_value(a), self.float_value(b), self.float_value(c)))
+
+    def compare(self, predicate: str, lhs: SSAValue, rhs: SSAValue | float) -> SSAValue:
+        """`lhs <predicate> rhs` for an llvm.fcmp predicate (`olt`, `ult`, ...)."""
+        return self.emit(llvm.FCmpOp(lhs, self.float_value(rhs), predicate))
+
+    def select(self, condition: SSAValue, if_true: SSAValue | float, if_false: SSAValue | float) -> SSAValue:
+        return self.emit(llvm.SelectOp(condition, self.float_value(if_true), self.float_value(if_false)))
+
+    def to_bits(self, x: SSAValue) -> SSAValue:
+        return self.emit(llvm.BitcastOp(x, self.bits_type))
+
+    def from_bits(self, bits: SSAValue) -> SSAValue:
+        return self.emit(llvm.BitcastOp(bits, self.type))
+
+    def int_add(self, a: SSAValue | int, b: SSAValue | int) -> SSAValue:
+        return self.emit(llvm.AddOp(self.int_value(a), self.int_value(b)))
+
+    def int_sub(self, a: SSAValue | int, b: SSAValue | int) -> SSAValue:
+        return self.emit(llvm.SubOp(self.int_value(a), self.int_value(b)))
+
+    def shift_left(self, a: SSAValue, bits: int) -> SSAValue:
+        return self.emit(llvm.ShlOp(a, self.int_value(bits)))
+
+    def shift_right_signed(self, a: SSAValue, bits: int) -> SSAValue:
+        return self.emit(llvm.AShrOp(a, self.int_value(bits)))
+
     def polynomial(self, x: SSAValue, coefficients: Sequence[float]) -> SSAValue:
         """Horner's scheme with fma, highest-degree coefficient first."""
         result = self.constant(coefficients[0])
         for coefficient in coefficients[1:]:
-            result = self.emit(llvm.FMAOp(x, result, self.constant(coefficient)))
+            result = self.fma(x, result, coefficient)
         return result
 
-    def clamp(self, x: SSAValue, bound: float) -> SSAValue:
-        """x clamped to [-bound, bound] by ordered compares, so NaN passes through."""
-        upper, lower = self.constant(bound), self.constant(-bound)
-        x = self.emit(llvm.SelectOp(self.emit(llvm.FCmpOp(x, upper, "ogt")), upper, x))
-        return self.emit(llvm.SelectOp(self.emit(llvm.FCmpOp(x, lower, "olt")), lower, x))
+    def clamp(self, x: SSAValue, lower: float, upper: float) -> SSAValue:
+        """x clamped to [lower, upper] by ordered compares, so NaN passes through."""
+        upper_value, lower_value = self.constant(upper), self.constant(lower)
+        x = self.select(self.compare("ogt", x, upper_value), upper_value, x)
+        return self.select(self.compare("olt", x, lower_value), lower_value, x)
 
     def odd_rational(self, x: SSAValue, numerator: Sequence[float], denominator: Sequence[float]) -> SSAValue:
         """x * P(x^2) / Q(x^2)."""
-        x2 = self.emit(llvm.FMulOp(x, x))
-        p = self.emit(llvm.FMulOp(x, self.polynomial(x2, numerator)))
+        x2 = self.mul(x, x)
+        p = self.mul(x, self.polynomial(x2, numerator))
         return self.emit(llvm.FDivOp(p, self.polynomial(x2, denominator)))
 
 
 def expand_tanh_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
     """Eigen's tanh for float: x * P(x^2) / Q(x^2) on [-7.905, 7.905] (±1 beyond), x near 0 as is."""
-    x = expr.clamp(a, 7.90531110763549805)
+    bound = 7.90531110763549805
+    x = expr.clamp(a, -bound, bound)
     approx = expr.odd_rational(
         x,
         [
@@ -117,14 +183,14 @@ def expand_tanh_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
         ],
         [1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03],
     )
-    tiny = expr.emit(llvm.FCmpOp(expr.emit(intrinsic_call("fabs", [a], expr.type)), expr.constant(0.0004), "olt"))
-    return expr.emit(llvm.SelectOp(tiny, a, approx))
+    tiny = expr.compare("olt", expr.emit(intrinsic_call("fabs", [a], expr.type)), 0.0004)
+    return expr.select(tiny, a, approx)
 
 
 def expand_erf_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
     """Eigen's erf for float: x * P(x^2) / Q(x^2) on [-4, 4] (±1 beyond)."""
     return expr.odd_rational(
-        expr.clamp(a, 4.0),
+        expr.clamp(a, -4.0, 4.0),
         [
             -2.72614225801306e-10,
             2.77068142495902e-08,
@@ -144,7 +210,72 @@ def expand_erf_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
     )
 
 
+F32_MANTISSA_BITS = 23
+F32_EXPONENT_BIAS = 127
+LN2_HIGH, LN2_LOW = 0.693359375, -2.12194440e-4
+"""ln 2 = LN2_HIGH + LN2_LOW; LN2_HIGH has 9 significant bits, so k * LN2_HIGH is exact for |k| < 2^15."""
+
+
+def power_of_two_f32(expr: FloatExpression, k: SSAValue) -> SSAValue:
+    """2^k for an i32 k in [-126, 127], built in the exponent bits."""
+    return expr.from_bits(expr.shift_left(expr.int_add(k, F32_EXPONENT_BIAS), F32_MANTISSA_BITS))
+
+
+def expand_exp_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
+    """e^x = 2^n e^r: n = round(x / ln 2) by adding 1.5 * 2^23 (n lands in the low mantissa bits),
+    r = x - n ln 2 in two fma steps (Cody-Waite, |r| <= ln2 / 2), e^r = 1 + r + r^2 P(r) with
+    Cephes expf's degree-5 P. 2^n is applied as 2^(n/2) 2^(n - n/2), so subnormal results round
+    once and large ones overflow to inf. x is clamped to [-104, 89] first, beyond which e^x rounds
+    to 0 or inf; NaN passes through."""
+    x = expr.clamp(a, -104.0, 89.0)
+    rounding_shift = 1.5 * 2**F32_MANTISSA_BITS
+    shifted = expr.fma(x, 1.4426950408889634, rounding_shift)
+    n = expr.sub(shifted, rounding_shift)
+    r = expr.fma(n, -LN2_LOW, expr.fma(n, -LN2_HIGH, x))
+    p = expr.polynomial(r, [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1])
+    exp_r = expr.add(expr.fma(expr.mul(r, r), p, r), 1.0)
+    n_int = expr.int_sub(expr.to_bits(shifted), 0x4B400000)  # the bits of 1.5 * 2^23
+    half_n = expr.shift_right_signed(n_int, 1)
+    scaled = expr.mul(exp_r, power_of_two_f32(expr, half_n))
+    return expr.mul(scaled, power_of_two_f32(expr, expr.int_sub(n_int, half_n)))
+
+
+def expand_log_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
+    """log x = k ln 2 + log(1 + f) for x = 2^k (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), read off the
+    bits (subnormals scaled by 2^23 first); log(1 + f) = f - f^2/2 + f^3 P(f) with Cephes logf's
+    degree-8 P. log 0 = -inf, log inf = inf, log of a negative or NaN = NaN, as in NumPy."""
+    subnormal = expr.compare("olt", a, 2.0**-126)
+    x = expr.select(subnormal, expr.mul(a, 2.0**F32_MANTISSA_BITS), a)
+    subnormal_shift = expr.select(subnormal, -float(F32_MANTISSA_BITS), 0.0)
+    bits = expr.to_bits(x)
+    k_int = expr.shift_right_signed(expr.int_sub(bits, 0x3F3504F3), F32_MANTISSA_BITS)  # 0x3F3504F3: sqrt(1/2)
+    f = expr.sub(expr.from_bits(expr.int_sub(bits, expr.shift_left(k_int, F32_MANTISSA_BITS))), 1.0)
+    k = expr.add(expr.emit(llvm.SIToFPOp(k_int, expr.type)), subnormal_shift)
+    f2 = expr.mul(f, f)
+    p = expr.polynomial(
+        f,
+        [
+            7.0376836292e-2,
+            -1.1514610310e-1,
+            1.1676998740e-1,
+            -1.2420140846e-1,
+            1.4249322787e-1,
+            -1.6668057665e-1,
+            2.0000714765e-1,
+            -2.4999993993e-1,
+            3.3333331174e-1,
+        ],
+    )
+    tail = expr.fma(f2, -0.5, expr.fma(k, LN2_LOW, expr.mul(expr.mul(f2, f), p)))
+    log_x = expr.fma(k, LN2_HIGH, expr.add(f, tail))
+    log_x = expr.select(expr.compare("oeq", a, float("inf")), a, log_x)
+    log_x = expr.select(expr.compare("oeq", a, 0.0), float("-inf"), log_x)
+    return expr.select(expr.compare("ult", a, 0.0), float("nan"), log_x)
+
+
 F32_EXPANSIONS: dict[type[Operation], Callable[[FloatExpression, SSAValue], SSAValue]] = {
+    math.ExpOp: expand_exp_f32,
+    math.LogOp: expand_log_f32,
     math.TanhOp: expand_tanh_f32,
     math.ErfOp: expand_erf_f32,
 }
@@ -181,7 +312,7 @@ class LowerLibmOp(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if (function := libm_function(op)) is None:
             return
-        new_op = llvm.CallOp(function, *op.operands, return_type=op.results[0].type)
+        new_op = llvm.CallOp(function, *op.operands, return_type=op.results[0].type, fastmath=fastmath_flags(op))
         replace_with_llvm(rewriter, op, [new_op], new_op.returned)
 
 
@@ -215,11 +346,11 @@ def declare_libm_functions(module: ModuleOp) -> None:
 
 @dataclass(frozen=True)
 class ConvertMathToLLVMPass(ModulePass):
-    """Lower math ops to LLVM intrinsics, libm calls and inline f32 tanh/erf."""
+    """Lower math ops to LLVM intrinsics, libm calls and inline f32 exp/log/tanh/erf."""
 
     name = "convert-math-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         declare_libm_functions(op)
-        patterns = [LowerIntrinsicOp(), ExpandF32Op(), LowerLibmOp(), LowerRsqrt(), LowerAbsI()]
+        patterns = [ExpandF32Op(), LowerIntrinsicOp(), LowerLibmOp(), LowerRsqrt(), LowerAbsI()]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns), apply_recursively=False).rewrite_module(op)

@@ -20,15 +20,20 @@ arguments are the group's inputs, then its non-splat constants (argument attribu
 Values are computed where they are used: a `LoopBody` evaluates a group value at an affine
 index of its loop dims, so an elementwise chain is one loop body, broadcasting and
 injective ops (transpose, broadcast_to, reshape, slice) are index maps, and nothing is
-stored between ops. A group with one anchor or reduction writes that op's result into the
-output buffer with a few generics (init, contraction or reduction, finish) and then applies
-its elementwise epilogue in place. Row reductions (softmax, log_softmax, layer_norm) keep
-row statistics in row-sized buffers. What cannot be lowered raises `Unsupported`;
-`supports(op)` returns its reason.
+stored between ops. pad and concat select between reads at shifted indices (a read that may
+fall outside its buffer loads at the clamped index); gather loads at positions read from its
+indices. A group with one anchor or reduction writes that op's result into the output buffer
+with a few generics (init, contraction or reduction, finish) and then applies its elementwise
+epilogue in place. Loops are ordered so that the innermost one is parallel and contiguous
+(matmul (m, k, n); conv2d and pooling (n, c, kh, kw, oh, ow) over a padded copy of x);
+accumulations that stay innermost (row reductions) are marked `reassoc` so LLVM vectorizes
+them. Row reductions (softmax, log_softmax, layer_norm) keep row statistics in row-sized
+buffers. What cannot be lowered raises `Unsupported`; `supports(op)` returns its reason.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -49,6 +54,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     TensorType,
     UnitAttr,
+    i64,
 )
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
 from xdsl.dialects.linalg.ops import GenericOp, IndexOp
@@ -312,6 +318,67 @@ INDEX_RULES: dict[str, Callable[[graph.GraphOp, Index], Index]] = {
 """Injective op name -> index of its operand element that a result element copies."""
 
 
+def _padded_value(body: LoopBody, x: SSAValue, index: Index, begins: Sequence[int], fill: float) -> SSAValue:
+    """`x` shifted by `begins` and surrounded by `fill`: x[index - begins] where that is inside x, else fill."""
+    inside = None
+    for e, begin, size in zip(index, begins, _shape(x)):
+        low, high = body.interval(e)
+        checks = [(begin, "sge")] * (low < begin) + [(begin + size, "slt")] * (high >= begin + size)
+        for bound, predicate in checks:
+            check = body.emit(arith.CmpiOp(body.index_value(e), body.index_constant(bound), predicate))
+            inside = check if inside is None else body.emit(arith.AndIOp(inside, check))
+    value = body.value(x, tuple(e - begin for e, begin in zip(index, begins)))
+    if inside is None:
+        return value
+    return body.emit(arith.SelectOp(inside, value, body.constant(fill, _element(x))))
+
+
+def _pad(body: LoopBody, op: graph.PadOp, index: Index) -> SSAValue:
+    return _padded_value(body, op.x, index, op.get("pads")[: len(index)], op.get("value"))
+
+
+def _concat(body: LoopBody, op: graph.ConcatOp, index: Index) -> SSAValue:
+    """The input whose span along the axis holds the element, read at the offset within it."""
+    axis = op.get("axis") % len(index)
+    position = body.index_value(index[axis])
+    starts = list(itertools.accumulate((_shape(x)[axis] for x in op.inputs), initial=0))
+    result = None
+    for x, start, end in reversed(list(zip(op.inputs, starts, starts[1:]))):
+        value = body.value(x, index[:axis] + (index[axis] - start,) + index[axis + 1 :])
+        if result is None:
+            result = value
+        else:
+            before_end = body.emit(arith.CmpiOp(position, body.index_constant(end), "slt"))
+            result = body.emit(arith.SelectOp(before_end, value, result))
+    return result
+
+
+def _gather(body: LoopBody, op: graph.GatherOp, index: Index) -> SSAValue:
+    """data at the index whose axis position is read from `indices` (negative wraps, out of range clamps).
+
+    Data computed in the group is computed into a temporary first (its reads are not affine).
+    """
+    data = body.kernel.materialize(op.data)
+    shape = _shape(op.data)
+    axis = op.get("axis") % len(shape)
+    count = len(_shape(op.indices))
+    taken = body.value(op.indices, index[axis : axis + count])
+    taken = body.emit(arith.IndexCastOp(taken, IndexType()))
+    negative = body.emit(arith.CmpiOp(taken, body.index_constant(0), "slt"))
+    from_end = body.emit(arith.AddiOp(taken, body.index_constant(shape[axis])))
+    wrapped = body.emit(arith.SelectOp(negative, from_end, taken))
+    outer = [body.index_value(e) for e in index[:axis] + index[axis + count :]]
+    return body.emit(memref.LoadOp.get(data, outer[:axis] + [body.clamp(wrapped, shape[axis])] + outer[axis:]))
+
+
+SELECTING_RULES: dict[str, Callable[[LoopBody, graph.GraphOp, Index], SSAValue]] = {
+    "graph.pad": _pad,
+    "graph.concat": _concat,
+    "graph.gather": _gather,
+}
+"""Injective op name -> builder of its element at an index from elements of its operands."""
+
+
 def operand_indices(op: graph.GraphOp, index: Index) -> list[Index]:
     """Where an elementwise op reads each operand (batch_norm's parameters: at the channel)."""
     if isinstance(op, graph.BatchNormOp):
@@ -387,6 +454,8 @@ class LoopBody:
 
         A plain loop dim must span the whole operand dim in an indexing map (linalg infers
         loop bounds from it), so a read of part of a dim (a slice) loads at linalg.index values.
+        An index that may fall outside the buffer (under a pad or concat, whose select then
+        drops the element) loads at the index clamped into the buffer.
         """
         for position, (out, out_index) in enumerate(self.outputs):
             if out is buffer:
@@ -396,24 +465,56 @@ class LoopBody:
         key = (buffer, index)
         if key in self.scalars:
             return self.scalars[key]
-        partial = any(
-            isinstance(e, AffineDimExpr) and self.bounds[e.position] != size
-            for e, size in zip(index, buffer.type.get_shape())
-        )
-        if partial:
-            self.scalars[key] = self.emit(memref.LoadOp.get(buffer, [self._index_value(e) for e in index]))
+        shape = buffer.type.get_shape()
+        if not all(self.within(e, size) for e, size in zip(index, shape)):
+            clamped = [
+                self.index_value(e) if self.within(e, size) else self.clamp(self.index_value(e), size)
+                for e, size in zip(index, shape)
+            ]
+            self.scalars[key] = self.emit(memref.LoadOp.get(buffer, clamped))
+        elif any(isinstance(e, AffineDimExpr) and self.bounds[e.position] != size for e, size in zip(index, shape)):
+            self.scalars[key] = self.emit(memref.LoadOp.get(buffer, [self.index_value(e) for e in index]))
         else:
             self.scalars[key] = self.block.insert_arg(_element(buffer), len(self.inputs))
             self.inputs.append(key)
         return self.scalars[key]
 
-    def _index_value(self, expr: AffineExpr) -> SSAValue:
+    def interval(self, expr: AffineExpr) -> tuple[int, int]:
+        """The least and greatest value of `expr` over the loop's iteration space."""
+        if isinstance(expr, AffineDimExpr):
+            return 0, self.bounds[expr.position] - 1
+        if isinstance(expr, AffineConstantExpr):
+            return expr.value, expr.value
+        (low, high), (rhs_low, rhs_high) = self.interval(expr.lhs), self.interval(expr.rhs)
+        if expr.kind == AffineBinaryOpKind.Add:
+            return low + rhs_low, high + rhs_high
+        if expr.kind == AffineBinaryOpKind.Mul:
+            products = [a * b for a in (low, high) for b in (rhs_low, rhs_high)]
+            return min(products), max(products)
+        if expr.kind == AffineBinaryOpKind.FloorDiv:
+            return low // rhs_low, high // rhs_low
+        return (0 if low >= 0 else 1 - rhs_low), rhs_low - 1  # remsi keeps the sign of its lhs
+
+    def within(self, expr: AffineExpr, size: int) -> bool:
+        """Whether `expr` always lies in [0, size)."""
+        low, high = self.interval(expr)
+        return low >= 0 and high < size
+
+    def index_constant(self, value: int) -> SSAValue:
+        return self.emit(arith.ConstantOp(IntegerAttr(value, IndexType())))
+
+    def clamp(self, index: SSAValue, size: int) -> SSAValue:
+        """The index value `index` clamped into [0, size)."""
+        below = self.emit(arith.MinSIOp(index, self.index_constant(size - 1)))
+        return self.emit(arith.MaxSIOp(below, self.index_constant(0)))
+
+    def index_value(self, expr: AffineExpr) -> SSAValue:
         """`expr` computed on the loop's linalg.index values."""
         if isinstance(expr, AffineDimExpr):
             return self.emit(IndexOp(expr.position))
         if isinstance(expr, AffineConstantExpr):
-            return self.emit(arith.ConstantOp(IntegerAttr(expr.value, IndexType())))
-        lhs, rhs = self._index_value(expr.lhs), self._index_value(expr.rhs)
+            return self.index_constant(expr.value)
+        lhs, rhs = self.index_value(expr.lhs), self.index_value(expr.rhs)
         return self.emit(INDEX_ARITHMETIC[expr.kind](lhs, rhs))
 
     def value(self, value: SSAValue, index: Index) -> SSAValue:
@@ -431,6 +532,8 @@ class LoopBody:
             return self.constant(dense_to_numpy(op.value).reshape(-1)[0].item(), _element(value))
         if op.name in INDEX_RULES:
             return self.value(op.operands[0], INDEX_RULES[op.name](op, index))
+        if op.name in SELECTING_RULES:
+            return SELECTING_RULES[op.name](self, op, index)
         if op.name in SCALAR_BUILDERS:
             args = [self.value(o, i) for o, i in zip(op.operands, operand_indices(op, index))]
             return SCALAR_BUILDERS[op.name](self, op, *args)
@@ -497,6 +600,15 @@ class Kernel:
         self.temporaries.append(alloc.memref)
         return alloc.memref
 
+    def materialize(self, value: SSAValue) -> SSAValue:
+        """A buffer holding group value `value`: its own, or a temporary computed into by a generic now."""
+        if value not in self.buffers:
+            buffer = self.temporary(_shape(value), _element(value))
+            body = self.parallel(buffer)
+            body.finish([body.value(value, body.dims)])
+            self.buffers[value] = buffer
+        return self.buffers[value]
+
     def finish(self) -> func.FuncOp:
         for buffer in self.temporaries:
             self.builder.insert(memref.DeallocOp.get(buffer))
@@ -526,6 +638,19 @@ def _highest(element: Attribute) -> float | int:
     return math.inf if is_float(element) else 2 ** (element.width.data - 1) - 1
 
 
+REASSOC = arith.FastMathFlagsAttr((arith.FastMathFlag.REASSOC,))
+"""On the accumulating float op of a reduction: LLVM may reorder the sum to vectorize it."""
+
+
+def _accumulate(float_op: type[Operation], int_op: type[Operation] | None = None) -> ScalarBuilder:
+    """Builder of `acc <op> x`, the float op marked `reassoc`."""
+
+    def build(body: LoopBody, op, acc: SSAValue, x: SSAValue) -> SSAValue:
+        return body.emit(float_op(acc, x, REASSOC) if is_float(acc.type) else int_op(acc, x))
+
+    return build
+
+
 @dataclass(frozen=True)
 class Reducer:
     """How a reduction starts (`identity` of the element type) and folds in one element."""
@@ -535,10 +660,10 @@ class Reducer:
 
 
 REDUCERS: dict[str, Reducer] = {
-    "graph.reduce_sum": Reducer(_by_type(arith.AddfOp, arith.AddiOp), lambda element: 0),
-    "graph.reduce_mean": Reducer(_by_type(arith.AddfOp), lambda element: 0),
-    "graph.reduce_max": Reducer(_by_type(arith.MaximumfOp, arith.MaxSIOp), _lowest),
-    "graph.reduce_min": Reducer(_by_type(arith.MinimumfOp, arith.MinSIOp), _highest),
+    "graph.reduce_sum": Reducer(_accumulate(arith.AddfOp, arith.AddiOp), lambda element: 0),
+    "graph.reduce_mean": Reducer(_accumulate(arith.AddfOp), lambda element: 0),
+    "graph.reduce_max": Reducer(_accumulate(arith.MaximumfOp, arith.MaxSIOp), _lowest),
+    "graph.reduce_min": Reducer(_accumulate(arith.MinimumfOp, arith.MinSIOp), _highest),
 }
 
 
@@ -571,13 +696,15 @@ def _source(kernel: Kernel, x: SSAValue, out: SSAValue) -> SSAValue:
     return out
 
 
-def _row_statistic(kernel: Kernel, x: SSAValue, reduced: set[int], identity: float, step) -> SSAValue:
-    """A buffer over the kept dims of `x`: `identity` folded with `step(body, accumulator)` over the reduced dims."""
+def _row_statistic(
+    kernel: Kernel, x: SSAValue, reduced: set[int], combine: type[Operation], identity: float, term
+) -> SSAValue:
+    """A buffer over the kept dims of `x`: `identity` combined with `term(body)` over the reduced dims."""
     shape = _shape(x)
     row = kernel.temporary([size for i, size in enumerate(shape) if i not in reduced], _element(x))
     kernel.fill(row, identity)
     body = kernel.loop(shape, [(row, _kept(_dims(len(shape)), reduced))], reduced)
-    body.finish([step(body, body.output(0))])
+    body.finish([_accumulate(combine)(body, None, body.output(0), term(body))])
     return row
 
 
@@ -604,15 +731,9 @@ def _lower_softmax(kernel: Kernel, op: graph.AxisNormalizationOp, out: SSAValue)
         m = RowMath(body, element)
         return m(arith.SubfOp, body.read(src, body.dims), body.read(row_max, _kept(body.dims, reduced)))
 
-    row_max = _row_statistic(
-        kernel, x, reduced, -math.inf, lambda body, acc: body.emit(arith.MaximumfOp(acc, body.read(src, body.dims)))
-    )
+    row_max = _row_statistic(kernel, x, reduced, arith.MaximumfOp, -math.inf, lambda body: body.read(src, body.dims))
     row_sum = _row_statistic(
-        kernel,
-        x,
-        reduced,
-        0.0,
-        lambda body, acc: body.emit(arith.AddfOp(acc, body.emit(mathd.ExpOp(shifted(body, row_max))))),
+        kernel, x, reduced, arith.AddfOp, 0.0, lambda body: body.emit(mathd.ExpOp(shifted(body, row_max)))
     )
     body = kernel.parallel(out)
     m = RowMath(body, element)
@@ -638,14 +759,12 @@ def _lower_layer_norm(kernel: Kernel, op: graph.LayerNormOp, out: SSAValue) -> N
         mean = m(arith.DivfOp, body.read(row_sum, _kept(body.dims, reduced)), m.constant(count))
         return m(arith.SubfOp, body.read(src, body.dims), mean)
 
-    def add_square(body: LoopBody, acc: SSAValue) -> SSAValue:
+    def square(body: LoopBody) -> SSAValue:
         deviation = centered(body, row_sum)
-        return body.emit(arith.AddfOp(acc, body.emit(arith.MulfOp(deviation, deviation))))
+        return body.emit(arith.MulfOp(deviation, deviation))
 
-    row_sum = _row_statistic(
-        kernel, x, reduced, 0.0, lambda body, acc: body.emit(arith.AddfOp(acc, body.read(src, body.dims)))
-    )
-    row_squares = _row_statistic(kernel, x, reduced, 0.0, add_square)
+    row_sum = _row_statistic(kernel, x, reduced, arith.AddfOp, 0.0, lambda body: body.read(src, body.dims))
+    row_squares = _row_statistic(kernel, x, reduced, arith.AddfOp, 0.0, square)
     body = kernel.parallel(out)
     m = RowMath(body, element)
     variance = m(arith.DivfOp, body.read(row_squares, _kept(body.dims, reduced)), m.constant(count))
@@ -656,17 +775,102 @@ def _lower_layer_norm(kernel: Kernel, op: graph.LayerNormOp, out: SSAValue) -> N
 
 
 def _lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
-    """out[..., m, n] = sum over k of a[..., m, k] * b[..., k, n]; batch dims broadcast."""
+    """out[..., m, n] = sum over k of a[..., m, k] * b[..., k, n]; batch dims broadcast.
+
+    The loops run (batch..., m, k, n): the reduction sits outside the contiguous n loop, so
+    the innermost loop is out[m, :] += a[m, k] * b[k, :], which LLVM vectorizes.
+    """
     out_shape = _shape(op.result)
     rank = len(out_shape)
     dims = _dims(rank + 1)
-    batch, (m, n, k) = dims[: rank - 2], dims[rank - 2 :]
+    batch, (m, k, n) = dims[: rank - 2], dims[rank - 2 :]
     a_index = broadcast_index(batch, _shape(op.a)[:-2], out_shape[:-2]) + (m, k)
     b_index = broadcast_index(batch, _shape(op.b)[:-2], out_shape[:-2]) + (k, n)
     kernel.fill(out, 0)
-    body = kernel.loop(out_shape + _shape(op.a)[-1:], [(out, dims[:rank])], {rank})
+    bounds = out_shape[:-1] + _shape(op.a)[-1:] + out_shape[-1:]
+    body = kernel.loop(bounds, [(out, batch + (m, n))], {rank - 1})
     product = _by_type(arith.MulfOp, arith.MuliOp)(body, op, body.value(op.a, a_index), body.value(op.b, b_index))
     body.finish([_by_type(arith.AddfOp, arith.AddiOp)(body, op, body.output(0), product)])
+
+
+def _padded(kernel: Kernel, x: SSAValue, padding: Sequence[int], fill: float) -> SSAValue:
+    """A buffer holding NCHW `x` with `padding` (top, left, bottom, right) of `fill` around H and W."""
+    if not any(padding):
+        return kernel.materialize(x)
+    top, left, bottom, right = padding
+    n, c, h, w = _shape(x)
+    buffer = kernel.temporary((n, c, h + top + bottom, w + left + right), _element(x))
+    body = kernel.parallel(buffer)
+    body.finish([_padded_value(body, x, body.dims, (0, 0, top, left), fill)])
+    return buffer
+
+
+def _window_rows(op: graph.GraphOp, oh: AffineExpr, ow: AffineExpr, kh: AffineExpr, kw: AffineExpr) -> Index:
+    """The (row, column) of the padded input that output (oh, ow) reads at window tap (kh, kw)."""
+    (sh, sw), (dh, dw) = op.get("strides"), (op.get("dilations") if isinstance(op, graph.Conv2dOp) else (1, 1))
+    return (oh * sh + kh * dh, ow * sw + kw * dw)
+
+
+def _lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> None:
+    """out[n, o, oh, ow] = sum over c, kh, kw of x[n, group(o) * C/groups + c, row, column] * w[o, c, kh, kw].
+
+    x is read zero-padded. The loops run (n, o, c, kh, kw, oh, ow): the reduction sits outside
+    the output row loop, which LLVM vectorizes.
+    """
+    batch, channels, out_h, out_w = _shape(op.result)
+    _, group_channels, kernel_h, kernel_w = _shape(op.w)
+    groups = op.get("groups")
+    x = _padded(kernel, op.x, op.get("padding"), 0)
+    n, o, c, kh, kw, oh, ow = _dims(7)
+    channel = c if groups == 1 else o // (channels // groups) * group_channels + c
+    kernel.fill(out, 0)
+    bounds = (batch, channels, group_channels, kernel_h, kernel_w, out_h, out_w)
+    body = kernel.loop(bounds, [(out, (n, o, oh, ow))], {2, 3, 4})
+    pixel = body.read(x, (n, channel) + _window_rows(op, oh, ow, kh, kw))
+    product = body.emit(arith.MulfOp(pixel, body.value(op.w, (o, c, kh, kw))))
+    body.finish([body.emit(arith.AddfOp(body.output(0), product))])
+
+
+def _in_bounds_count(body: LoopBody, start: AffineExpr, size: int, extent: int) -> SSAValue:
+    """How many of the positions start, ..., start + size - 1 lie in [0, extent) (an index value)."""
+    first = body.emit(arith.MaxSIOp(body.index_value(start), body.index_value(AffineExpr.constant(0))))
+    end = body.emit(arith.MinSIOp(body.index_value(start + size), body.index_value(AffineExpr.constant(extent))))
+    return body.emit(arith.SubiOp(end, first))
+
+
+def _lower_pool2d(kernel: Kernel, op: graph.Pool2dOp, out: SSAValue) -> None:
+    """Max (padding is -inf) or average (padding is 0) over each window.
+
+    Like linalg's pooling ops, a window-sized buffer is a shape-only operand: it gives the
+    window loops their bounds. The average divides by the window size, or with
+    count_include_pad false by the number of its positions inside x.
+    """
+    is_max = isinstance(op, graph.MaxPool2dOp)
+    reducer = REDUCERS["graph.reduce_max" if is_max else "graph.reduce_sum"]
+    element = _element(op.x)
+    batch, channels, out_h, out_w = _shape(op.result)
+    kernel_h, kernel_w = op.get("kernel")
+    top, left, _, _ = padding = op.get("padding")
+    x = _padded(kernel, op.x, padding, reducer.identity(element))
+    window = kernel.temporary((kernel_h, kernel_w), element)
+    n, c, kh, kw, oh, ow = _dims(6)
+    kernel.fill(out, reducer.identity(element))
+    body = kernel.loop((batch, channels, kernel_h, kernel_w, out_h, out_w), [(out, (n, c, oh, ow))], {2, 3})
+    body.read(window, (kh, kw))
+    body.finish([reducer.combine(body, op, body.output(0), body.read(x, (n, c) + _window_rows(op, oh, ow, kh, kw)))])
+    if is_max:
+        return
+    body = kernel.parallel(out)
+    if op.get("count_include_pad"):
+        count = body.constant(kernel_h * kernel_w, element)
+    else:
+        (sh, sw), (_, _, height, width) = op.get("strides"), _shape(op.x)
+        _, _, oh, ow = body.dims
+        rows = _in_bounds_count(body, oh * sh - top, kernel_h, height)
+        columns = _in_bounds_count(body, ow * sw - left, kernel_w, width)
+        cells = body.emit(arith.IndexCastOp(body.emit(arith.MuliOp(rows, columns)), i64))
+        count = body.emit(arith.SIToFPOp(cells, element))
+    body.finish([body.emit(arith.DivfOp(body.output(0), count))])
 
 
 LOWERINGS: dict[str, Callable[[Kernel, graph.GraphOp, SSAValue], None]] = {
@@ -675,6 +879,9 @@ LOWERINGS: dict[str, Callable[[Kernel, graph.GraphOp, SSAValue], None]] = {
     "graph.log_softmax": _lower_softmax,
     "graph.layer_norm": _lower_layer_norm,
     "graph.matmul": _lower_matmul,
+    "graph.conv2d": _lower_conv2d,
+    "graph.max_pool2d": _lower_pool2d,
+    "graph.avg_pool2d": _lower_pool2d,
 }
 """Anchor or reduction op name -> lowering that writes its result into the output buffer."""
 
@@ -690,7 +897,12 @@ def _check_ops(group: Group) -> list[Operation]:
     for op in group.ops:
         if op.name in LOWERINGS:
             heavy.append(op)
-        elif not (isinstance(op, graph.ConstantOp) or op.name in SCALAR_BUILDERS or op.name in INDEX_RULES):
+        elif not (
+            isinstance(op, graph.ConstantOp)
+            or op.name in SCALAR_BUILDERS
+            or op.name in INDEX_RULES
+            or op.name in SELECTING_RULES
+        ):
             raise Unsupported(f"'{op.name}' is not supported by the linalg lowering")
     if len(heavy) > 1:
         raise Unsupported(f"the group has {len(heavy)} anchors or reductions; a kernel holds at most one")

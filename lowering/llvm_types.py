@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
     UnrealizedConversionCastOp,
     i64,
 )
+from xdsl.dialects.utils.fast_math import FastMathAttrBase, FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -52,6 +53,14 @@ def intrinsic_suffix(type_: Attribute) -> str:
 def intrinsic_call(name: str, args: Sequence[SSAValue], result_type: Attribute) -> llvm.CallIntrinsicOp:
     """Call `llvm.<name>` overloaded on `result_type` (e.g. `exp` on f32 calls `llvm.exp.f32`)."""
     return llvm.CallIntrinsicOp(f"llvm.{name}.{intrinsic_suffix(result_type)}", args, [result_type])
+
+
+def fastmath_flags(op: Operation) -> llvm.FastMathAttr:
+    """The fast-math flags of an arith/math op as llvm flags: `#arith.fastmath<reassoc>` -> `#llvm.fastmath<reassoc>`."""
+    flags = op.properties.get("fastmath")
+    if not isinstance(flags, FastMathAttrBase):
+        return llvm.FastMathAttr(None)
+    return llvm.FastMathAttr(FastMathFlag(flag) for flag in flags.data)  # flags built from strings hold str
 
 
 def llvm_operands(rewriter: PatternRewriter, values: Sequence[SSAValue]) -> list[SSAValue]:

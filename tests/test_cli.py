@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graphopt.tools import graph_opt
+import graphopt
+from graphopt.tools import graph_opt, graph_run
 
 BIN = Path(sys.executable).parent
 
@@ -32,6 +33,17 @@ def assert_fails_with(run: subprocess.CompletedProcess, tool: str, *fragments: s
     assert "Traceback" not in run.stderr
     for fragment in fragments:
         assert fragment in run.stderr
+
+
+def run_in_process(main, *args, capsys) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of a tool's `main` called in this process (faster than a subprocess)."""
+    try:
+        main([*map(str, args)])
+        code = 0
+    except SystemExit as exit_info:
+        code = exit_info.code
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 @pytest.fixture
@@ -130,6 +142,39 @@ def test_shorthand_flag_of_missing_pass_fails_only_when_used(add_relu: Path, mon
     assert "not-yet-written" in capsys.readouterr().err
 
 
+def test_stage_flag_ends_the_pipeline(add_relu: Path):
+    tool = graph_opt.GraphOptMain([str(add_relu), "--lower-to-linalg", "-p", "cse", "--fuse"])
+    assert tool.args.passes == "fuse,cse,convert-graph-to-linalg"
+    tool = graph_opt.GraphOptMain([str(add_relu), "--lower-to-llvm"])
+    assert tool.args.passes.startswith("convert-graph-to-linalg,linalg-generalize-named-ops,")
+    assert tool.args.passes.endswith(",reconcile-unrealized-casts")
+
+
+@pytest.mark.parametrize("stage", [[], ["--lower-to-linalg"], ["--lower-to-llvm"]])
+def test_graph_opt_llvm_target_from_every_stage(add_relu: Path, stage, capsys):
+    code, out, err = run_in_process(graph_opt.main, add_relu, "--fuse", *stage, "-t", "llvm", capsys=capsys)
+    assert code == 0, err
+    assert "define void @fused_add_relu_0(" in out
+    assert " x float>" in out
+
+
+def test_graph_opt_llvm_target_reports_unsupported_group(tmp_path: Path, capsys):
+    path = tmp_path / "two_reductions.mlir"
+    path.write_text(
+        "func.func @main(%x: tensor<4x8xf32>) -> tensor<f32> {\n"
+        '  %0 = graph.fused(%x) {name = "two", mode = "compile"} : (tensor<4x8xf32>) -> tensor<f32> {\n'
+        "  ^bb0(%a: tensor<4x8xf32>):\n"
+        "    %1 = graph.reduce_sum %a {axes = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4xf32>\n"
+        "    %2 = graph.reduce_max %1 {axes = array<i64: 0>} : (tensor<4xf32>) -> tensor<f32>\n"
+        "    graph.yield %2 : tensor<f32>\n  }\n"
+        "  func.return %0 : tensor<f32>\n}\n"
+    )
+    code, _, err = run_in_process(graph_opt.main, path, "-t", "llvm", capsys=capsys)
+    assert code == 1
+    assert err.startswith("graph-opt: error: convert-graph-to-linalg: two: the group has 2 anchors or reductions")
+    assert err.count("\n") == 1
+
+
 # ---------------------------------------------------------------------------- graph-run
 
 
@@ -208,3 +253,57 @@ def test_graph_run_bad_module(tmp_path: Path):
     path.write_text(ADD_RELU.replace("tensor<8xf32>", "tensor<7xf32>"))
     assert_fails_with(run_tool("graph-run", path), "graph-run", f"{path}:2:3: error: graph.add")
     assert_fails_with(run_tool("graph-run", tmp_path / "missing.mlir"), "graph-run", "missing.mlir")
+
+
+def test_graph_run_backends_agree_and_report(add_relu: Path, capsys):
+    compiled = run_in_process(graph_run.main, add_relu, capsys=capsys)
+    assert compiled == run_in_process(graph_run.main, add_relu, "--backend", "reference", capsys=capsys)
+    _, fused, _ = run_in_process(graph_run.main, add_relu, "--report", capsys=capsys)
+    _, unfused, _ = run_in_process(graph_run.main, add_relu, "--report", "--no-fuse", capsys=capsys)
+    assert [line.split() for line in fused.splitlines()[:1]] == [["fused_add_relu_0", "cpu"]]
+    assert [line.split() for line in unfused.splitlines()[:2]] == [["add_0", "cpu"], ["relu_1", "cpu"]]
+
+
+def test_graph_run_check(add_relu: Path):
+    run = run_tool("graph-run", add_relu, "--check", "--no-fuse")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[-1] == "result_0: max abs diff 0  max rel diff 0  ok"
+
+
+def test_graph_run_check_fails_on_a_mismatch(add_relu: Path, monkeypatch, capsys):
+    def off_by_a_little(module, **options):
+        executable = compile_for_real(module, **options)
+        return lambda *inputs: tuple(r * np.float32(1.001) for r in executable(*inputs))
+
+    compile_for_real = graphopt.compile
+    monkeypatch.setattr(graphopt, "compile", off_by_a_little)
+    code, out, err = run_in_process(graph_run.main, add_relu, "--check", "--seed", 3, capsys=capsys)
+    assert code == 1
+    assert "max rel diff 0.001  MISMATCH" in out
+    assert err == "graph-run: error: out of tolerance against the reference interpreter: result_0\n"
+
+
+@pytest.mark.parametrize(
+    "actual, expected, ok",
+    [
+        ([1.0, np.nan, np.inf, -np.inf], [1.0, np.nan, np.inf, -np.inf], True),
+        ([1.00009, 0.0], [1.0, 1e-6], True),
+        ([1.0002], [1.0], False),
+        ([np.nan], [1.0], False),
+        ([np.inf], [-np.inf], False),
+    ],
+)
+def test_graph_run_check_tolerance(actual, expected, ok):
+    assert graph_run.differences(np.array(actual, np.float32), np.array(expected, np.float32))[2] == ok
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--check", "--backend", "reference"], "not allowed with argument"),
+        (["--backend", "reference", "--report"], "--report"),
+    ],
+)
+def test_graph_run_conflicting_options(add_relu: Path, args, message, capsys):
+    code, _, err = run_in_process(graph_run.main, add_relu, *args, capsys=capsys)
+    assert code == 2 and message in err

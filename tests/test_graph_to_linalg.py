@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from linalg_kernels import run_module
 from xdsl.context import Context
-from xdsl.dialects import func, memref
+from xdsl.dialects import arith, func, memref
 from xdsl.dialects.linalg.ops import GenericOp, YieldOp
 
 import graphopt
@@ -320,23 +320,21 @@ def test_reshape(source, target):
     check(text, sample(source))
 
 
-@pytest.mark.parametrize(
-    "op_text, reason",
-    [
-        ("graph.pad %x {pads = array<i64: 0, 1, 0, 1>} : (tensor<2x3xf32>) -> tensor<2x5xf32>", "'graph.pad' is not supported"),
-        ("graph.concat %x, %x {axis = 0 : i64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>",
-         "'graph.concat' is not supported"),
-        ("graph.conv2d %x4, %x4 : (tensor<1x1x2x3xf32>, tensor<1x1x2x3xf32>) -> tensor<1x1x1x1xf32>",
-         "'graph.conv2d' is not supported"),
-    ],
-)  # fmt: skip
-def test_supports_names_what_it_rejects(op_text, reason):
-    module = graphopt.parse(
-        f"func.func @main(%x: tensor<2x3xf32>, %x4: tensor<1x1x2x3xf32>) -> () {{\n %0 = {op_text}\n func.return\n}}"
-    )
-    op = next(op for op in module.walk() if isinstance(op, graph.GraphOp))
-    assert reason in supports(op)
-    with pytest.raises(Exception, match="convert-graph-to-linalg"):
+def test_supports_names_what_it_rejects():
+    text = """
+func.func @main(%x: tensor<3x3xf32>) -> tensor<3x3xf32> {
+  %0 = graph.fused(%x) {name = "g", mode = "compile"} : (tensor<3x3xf32>) -> tensor<3x3xf32> {
+  ^bb0(%a: tensor<3x3xf32>):
+    %m = graph.matmul %a, %a : (tensor<3x3xf32>, tensor<3x3xf32>) -> tensor<3x3xf32>
+    %s = graph.softmax %m : (tensor<3x3xf32>) -> tensor<3x3xf32>
+    graph.yield %s : tensor<3x3xf32>
+  }
+  func.return %0 : tensor<3x3xf32>
+}
+"""
+    module = graphopt.parse(text)
+    assert "the group has 2 anchors or reductions" in supports(next(op for op in module.walk() if isinstance(op, graph.FusedOp)))
+    with pytest.raises(Exception, match="convert-graph-to-linalg: g: the group has 2"):
         ConvertGraphToLinalgPass().apply(Context(), module)
 
 
@@ -454,7 +452,9 @@ def test_matmul_with_epilogue(a, b):
     )
     (kernel,) = kernels(text)
     _fill, contraction, epilogue = ops_of(kernel, GenericOp)
-    assert [str(i.data) for i in contraction.iterator_types][-1] == "reduction"
+    iterators = [str(i.data) for i in contraction.iterator_types]
+    assert iterators[-3:] == ["parallel", "reduction", "parallel"]  # (..., m, k, n): n innermost
+    assert maps_of(contraction)[-1].endswith(f"-> ({', '.join(f'd{i}' for i in range(len(out) - 1))}, d{len(out)})")
     assert len(epilogue.outputs) == 1 and epilogue.outputs[0] is kernel.body.block.args[-1]
     check(text, sample(a, specials=False), sample(b, seed=1, specials=False), sample(out[-1:], seed=2), rtol=1e-4)
 
@@ -486,3 +486,99 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<8x3xf32>) -> tensor<4x3xf32> {
     x, w = sample((4, 8), specials=False), sample((8, 3), seed=1)
     check(text, x, w, rtol=1e-4)
     check(text, x, w, fuse=False, rtol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "op_text, result",
+    [
+        ("graph.reduce_sum %x {axes = array<i64: 1>} : (tensor<3x7xf32>) -> tensor<3xf32>", "tensor<3xf32>"),
+        ("graph.reduce_max %x {axes = array<i64: 1>} : (tensor<3x7xf32>) -> tensor<3xf32>", "tensor<3xf32>"),
+        ("graph.softmax %x : (tensor<3x7xf32>) -> tensor<3x7xf32>", "tensor<3x7xf32>"),
+        ("graph.log_softmax %x : (tensor<3x7xf32>) -> tensor<3x7xf32>", "tensor<3x7xf32>"),
+    ],
+)
+def test_float_reductions_accumulate_with_reassoc(op_text, result):
+    """The accumulating op of every reduction generic may be reassociated (so LLVM vectorizes it)."""
+    (kernel,) = kernels(f"func.func @main(%x: tensor<3x7xf32>) -> {result} {{\n %0 = {op_text}\n func.return %0 : {result}\n}}")
+    reductions = [g for g in ops_of(kernel, GenericOp) if "reduction" in [str(i.data) for i in g.iterator_types]]
+    assert reductions
+    for generic in reductions:
+        accumulator = generic.body.block.last_op.operands[0].owner
+        assert accumulator.operands[0] is generic.body.block.args[-1]
+        assert str(accumulator.fastmath) == "#arith.fastmath<reassoc>"
+
+
+# ----------------------------------------------------------------------------------------
+# Convolution and pooling (numerics through the JIT: tests/test_compile_anchors.py)
+# ----------------------------------------------------------------------------------------
+
+CONV = """
+func.func @main(%x: tensor<1x4x7x7xf32>, %w: tensor<6x2x3x3xf32>, %b: tensor<6x1x1xf32>) -> tensor<1x6x4x4xf32> {
+  %0 = graph.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64}
+       : (tensor<1x4x7x7xf32>, tensor<6x2x3x3xf32>) -> tensor<1x6x4x4xf32>
+  %1 = graph.add %0, %b : (tensor<1x6x4x4xf32>, tensor<6x1x1xf32>) -> tensor<1x6x4x4xf32>
+  func.return %1 : tensor<1x6x4x4xf32>
+}
+"""
+
+
+def test_conv2d_reads_a_zero_padded_copy_and_runs_output_rows_innermost():
+    (kernel,) = kernels(CONV)
+    (padded,) = ops_of(kernel, memref.AllocOp)
+    assert padded.memref.type.get_shape() == (1, 4, 9, 9)
+    _pad, _fill, conv, epilogue = ops_of(kernel, GenericOp)
+    assert [str(i.data) for i in conv.iterator_types] == ["parallel", "parallel"] + ["reduction"] * 3 + ["parallel"] * 2
+    assert maps_of(conv) == [
+        "(d0, d1, d2, d3, d4, d5, d6) -> (d0, (((d1 floordiv 3) * 2) + d2), ((d5 * 2) + d3), ((d6 * 2) + d4))",
+        "(d0, d1, d2, d3, d4, d5, d6) -> (d1, d2, d3, d4)",
+        "(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d5, d6)",
+    ]
+    assert epilogue.outputs[0] is kernel.body.block.args[-1]
+
+
+def test_conv2d_without_padding_reads_its_input_directly():
+    text = CONV.replace("padding = array<i64: 1, 1, 1, 1>", "padding = array<i64: 0, 0, 0, 0>").replace("4x4", "3x3")
+    (kernel,) = kernels(text)
+    assert not ops_of(kernel, memref.AllocOp)
+
+
+@pytest.mark.parametrize("op, divides_by_count", [("max_pool2d", None), ("avg_pool2d", True), ("avg_pool2d", False)])
+def test_pool2d_has_a_window_shape_operand(op, divides_by_count):
+    attributes = "kernel = array<i64: 3, 2>, padding = array<i64: 1, 0, 1, 1>"
+    if divides_by_count is not None:
+        attributes += f", count_include_pad = {str(not divides_by_count).lower()}"
+    t, o = tensor((1, 2, 7, 7)), tensor((1, 2, 7, 7))
+    text = f"func.func @main(%x: {t}) -> {o} {{\n %0 = graph.{op} %x {{{attributes}}} : ({t}) -> {o}\n func.return %0 : {o}\n}}"
+    (kernel,) = kernels(text)
+    padded, window = (a.memref.type.get_shape() for a in ops_of(kernel, memref.AllocOp))
+    assert (padded, window) == ((1, 2, 9, 8), (3, 2))
+    pool = ops_of(kernel, GenericOp)[2]
+    assert maps_of(pool)[0] == "(d0, d1, d2, d3, d4, d5) -> (d2, d3)"
+    assert [str(i.data) for i in pool.iterator_types] == ["parallel"] * 2 + ["reduction"] * 2 + ["parallel"] * 2
+    assert bool(ops_of(kernel, arith.IndexCastOp)) is bool(divides_by_count)
+
+
+# ----------------------------------------------------------------------------------------
+# Pad, concat and gather in elementwise groups
+# ----------------------------------------------------------------------------------------
+
+
+def test_pad_concat_gather_in_one_elementwise_kernel():
+    text = """
+func.func @main(%x: tensor<3x2xf32>, %y: tensor<3x5xf32>, %i: tensor<4xi64>) -> tensor<3x4xf32> {
+  %0 = graph.exp %x : tensor<3x2xf32>
+  %1 = graph.concat %0, %y {axis = 1 : i64} : (tensor<3x2xf32>, tensor<3x5xf32>) -> tensor<3x7xf32>
+  %2 = graph.pad %1 {pads = array<i64: 0, 1, 0, 0>, value = 5.0 : f64} : (tensor<3x7xf32>) -> tensor<3x8xf32>
+  %3 = graph.gather %2, %i {axis = 1 : i64} : (tensor<3x8xf32>, tensor<4xi64>) -> tensor<3x4xf32>
+  %4 = graph.neg %3 : tensor<3x4xf32>
+  func.return %4 : tensor<3x4xf32>
+}
+"""
+    (kernel,) = kernels(text)
+    (data,) = ops_of(kernel, memref.AllocOp)
+    assert data.memref.type.get_shape() == (3, 8)  # gather's computed data, in a temporary
+    padded, gathered = ops_of(kernel, GenericOp)
+    assert len(ops_of(padded, arith.SelectOp)) == 2  # pad's fill, concat's choice of input
+    assert all(load.memref is not data.memref for load in ops_of(padded, memref.LoadOp))
+    (load,) = ops_of(gathered, memref.LoadOp)
+    assert load.memref is data.memref

@@ -135,6 +135,91 @@ def test_tanh_and_erf_accuracy_f32_dense():
         assert np.max(np.abs(result - reference) / np.maximum(np.abs(reference), 1e-30)) < 1e-6, name
 
 
+EXP_LOG_GRIDS = {
+    "exp": [np.linspace(-110, 95, 400001), np.geomspace(1e-45, 1e-2, 2001), -np.geomspace(1e-45, 1e-2, 2001)],
+    "log": [np.geomspace(1e-45, 3.4e38, 400001), np.linspace(0.5, 2, 100001)],
+}
+
+
+@pytest.mark.parametrize("name", EXP_LOG_GRIDS)
+def test_exp_and_log_accuracy_f32_dense(name):
+    """The inline exp/log against float64 on dense grids: relative error < 1e-6 for normal results,
+    within 1 ulp for subnormal ones, overflow to inf where the float32 result overflows."""
+    x = np.concatenate(EXP_LOG_GRIDS[name]).astype(np.float32)
+    result = run_elementwise(f"    %r = math.{name} %x0 : f32", x).astype(np.float64)
+    reference = getattr(np, name)(x.astype(np.float64))
+    largest, smallest_normal = float(np.finfo(np.float32).max), float(np.finfo(np.float32).tiny)
+    normal = (np.abs(reference) >= smallest_normal) & (np.abs(reference) <= largest)
+    assert np.max(np.abs(result - reference)[normal] / np.abs(reference[normal])) < 1e-6
+    assert np.max(np.abs(result - reference)[np.abs(reference) < smallest_normal], initial=0) <= 2.0**-149
+    np.testing.assert_array_equal(np.isinf(result), np.abs(reference) > largest * (1 + 2**-24))
+
+
+def test_exp_and_log_special_values_like_numpy():
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, -1.0, -1e-40, 1e-45, 1e-40, 1.0, 88.72283, 88.7229,
+                  -87.33, -103.97, -103.98, 3.4028235e38, -3.4028235e38], np.float32)
+    for name in ("exp", "log"):
+        with np.errstate(all="ignore"):
+            expected = getattr(np, name)(x)
+        np.testing.assert_allclose(run_elementwise(f"    %r = math.{name} %x0 : f32", x), expected, rtol=1e-6, atol=0)
+
+
+def test_sigmoid_and_softmax_exp_is_inline_and_vectorized():
+    body = """
+    %n = arith.negf %x0 : f32
+    %e = math.exp %n : f32
+    %one = arith.constant 1.0 : f32
+    %d = arith.addf %one, %e : f32
+    %r = arith.divf %one, %d : f32"""
+    ir = optimized_llvm_ir(elementwise_kernel(4096, [np.float32], np.float32, body))
+    assert "<16 x float>" in ir or "<8 x float>" in ir
+    assert "@llvm.exp" not in ir and "expf" not in ir
+    x = special_values(1025)
+    with np.errstate(all="ignore"):
+        expected = 1 / (1 + np.exp(-x.astype(np.float64)))
+    np.testing.assert_allclose(run_elementwise(body, x), expected.astype(np.float32), **F32)
+
+
+def row_sum_kernel(rows: int, cols: int, fastmath: str) -> str:
+    return f"""
+func.func @row_sum(%x: memref<{rows}x{cols}xf32>, %sum: memref<{rows}xf32>) {{
+  linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+                  iterator_types = ["parallel", "reduction"]}}
+      ins(%x : memref<{rows}x{cols}xf32>) outs(%sum : memref<{rows}xf32>) {{
+  ^bb0(%v: f32, %s: f32):
+    %s2 = arith.addf %s, %v {fastmath}: f32
+    linalg.yield %s2 : f32
+  }}
+  func.return
+}}"""
+
+
+def test_reassoc_reduction_vectorizes_and_plain_one_stays_scalar():
+    reassociable = optimized_llvm_ir(row_sum_kernel(8, 1024, "fastmath<reassoc,contract> "))
+    assert "<16 x float>" in reassociable or "<8 x float>" in reassociable
+    assert "llvm.vector.reduce.fadd" in reassociable and "fadd reassoc contract" in reassociable
+    in_order = optimized_llvm_ir(row_sum_kernel(8, 1024, ""))
+    assert " x float>" not in in_order and "vector.reduce" not in in_order
+
+
+@pytest.mark.parametrize("rows, cols", [(1, 1), (3, 7), (5, 1025)])
+def test_reassoc_row_sum(rows, cols):
+    kernel = compile_kernel(row_sum_kernel(rows, cols, "fastmath<reassoc> "))
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    total = aligned_array(np.zeros(rows, np.float32))
+    kernel(aligned_array(x), total)
+    np.testing.assert_allclose(total, x.sum(axis=1), **F32_REDUCE)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_floordivsi_rounds_toward_minus_infinity_like_python(dtype):
+    limits = np.iinfo(dtype)
+    a = np.concatenate([rng.integers(-1000, 1000, 512), [0, 7, -7, 7, -7, limits.min, limits.max, limits.min, limits.max]]).astype(dtype)
+    b = np.concatenate([rng.integers(1, 50, 512) * rng.choice([-1, 1], 512), [5, 2, 2, -2, -2, 3, -3, 1, 1]]).astype(dtype)
+    result = run_elementwise(f"    %r = arith.floordivsi %x0, %x1 : {MLIR_TYPES[dtype]}", a, b, output=dtype)
+    np.testing.assert_array_equal(result, [int(p) // int(q) for p, q in zip(a, b)])
+
+
 @pytest.mark.parametrize("n", SIZES)
 def test_maximumf_minimumf_propagate_nan_like_numpy(n):
     x, y = special_values(n), special_values(n)

@@ -128,6 +128,7 @@ class GraphOptMain(xDSLOptMain):
             self.register_pass(pass_name, pass_factory)
 
     def register_all_targets(self):
+        """xDSL's targets, but `llvm` is graphopt's (xDSL's prints llvm-dialect modules unoptimized)."""
         self.available_targets[OptimizedLLVMTarget.name] = lambda: OptimizedLLVMTarget
         super().register_all_targets()
 

@@ -3,18 +3,24 @@
     graph-run model.mlir                              # seeded random inputs (--seed 0)
     graph-run model.mlir --inputs x.npy w.npy         # one .npy per argument, in order
     graph-run model.mlir --inputs inputs.npz -o out.npz --entry main
+    graph-run model.mlir --backend reference          # the interpreter instead of graphopt.compile
+    graph-run model.mlir --check --report             # compiled vs interpreter, and where each step ran
 
 An .npz supplies each argument by its name (`%x` -> "x"), else by position (arr_0, arr_1, ...).
 Random inputs are standard normal floats, small non-negative integers and fair booleans.
 Each result prints as one line (index, shape, dtype, min/max/mean, first values); `-o`
-saves them as result_0, result_1, ... Bad input gives one message and exit code 1.
+saves them as result_0, result_1, ... `--check` also prints each result's largest
+difference from the interpreter's and fails (exit code 1) when one is out of tolerance.
+Bad input gives one message and exit code 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -33,10 +39,29 @@ SMALL_INT_BOUND = 4
 SHOWN_VALUES = 6
 """How many leading values of each result are printed."""
 
+CHECK_TOLERANCE = {"rtol": 1e-4, "atol": 1e-6}
+"""`--check`: the contract's f32 tolerance for reductions and contractions, which graphs mix."""
 
-def run_module(module: ModuleOp, inputs: Sequence[np.ndarray], entry: str) -> tuple[np.ndarray, ...]:
-    """Execute function `entry` of `module` on `inputs`: the one place that picks how to run it."""
-    return graphopt.interpret(module, *inputs, entry=entry)
+
+def run_module(
+    module: ModuleOp,
+    inputs: Sequence[np.ndarray],
+    entry: str,
+    backend: str = "cpu",
+    fuse: bool = True,
+    report: IO[str] | None = None,
+) -> tuple[np.ndarray, ...]:
+    """Execute function `entry` of `module` on `inputs`: the one place that picks how to run it.
+
+    `backend` "cpu" runs `graphopt.compile(module, fuse=fuse)` (its report goes to `report`),
+    "reference" the interpreter.
+    """
+    if backend == "reference":
+        return graphopt.interpret(module, *inputs, entry=entry)
+    executable = graphopt.compile(module, backends=(backend,), fuse=fuse, entry=entry)
+    if report is not None:
+        print(executable.report(), file=report)
+    return executable(*inputs)
 
 
 def entry_function(module: ModuleOp, entry: str) -> FuncOp:
@@ -100,6 +125,35 @@ def summarize(index: int, result: np.ndarray) -> str:
     return f"{line}  {stats}  [{shown}]"
 
 
+def differences(actual: np.ndarray, expected: np.ndarray) -> tuple[float, float, bool]:
+    """Largest absolute and relative difference, and whether all elements are within CHECK_TOLERANCE.
+
+    Equal values (infinities, NaN against NaN) differ by 0; NaN against a number by NaN.
+    """
+    if actual.shape != expected.shape:
+        return np.inf, np.inf, False
+    actual, expected = actual.astype(np.float64), expected.astype(np.float64)
+    if actual.size == 0:
+        return 0.0, 0.0, True
+    with np.errstate(all="ignore"):
+        same = (actual == expected) | (np.isnan(actual) & np.isnan(expected))
+        absolute = np.where(same, 0.0, np.abs(actual - expected))
+        relative = np.where(same, 0.0, absolute / np.abs(expected))
+    close = np.isclose(actual, expected, equal_nan=True, **CHECK_TOLERANCE)
+    return float(absolute.max()), float(relative.max()), bool(close.all())
+
+
+def check_against_reference(results: Sequence[np.ndarray], expected: Sequence[np.ndarray]) -> list[str]:
+    """Print each result's largest differences from `expected`; the names of those out of tolerance."""
+    mismatched = []
+    for i, (actual, reference) in enumerate(zip(results, expected, strict=True)):
+        max_abs, max_rel, ok = differences(actual, reference)
+        print(f"{result_name(i)}: max abs diff {max_abs:.3g}  max rel diff {max_rel:.3g}  {'ok' if ok else 'MISMATCH'}")
+        if not ok:
+            mismatched.append(result_name(i))
+    return mismatched
+
+
 def parse_arguments(args: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="graph-run", description=__doc__.splitlines()[0])
     parser.add_argument("input_file", help="the .mlir module")
@@ -107,7 +161,22 @@ def parse_arguments(args: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--inputs", nargs="+", metavar="FILE", help="one .npz, or one .npy per argument")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
     parser.add_argument("-o", "--output-file", help="save the results to this .npz")
-    return parser.parse_args(args)
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument(
+        "--backend", choices=["cpu", "reference"], default="cpu",
+        help="cpu: graphopt.compile (default); reference: the interpreter",
+    )
+    how.add_argument(
+        "--check", action="store_true",
+        help="run with the cpu backend and the interpreter and compare every result "
+        f"(rtol {CHECK_TOLERANCE['rtol']:g}, atol {CHECK_TOLERANCE['atol']:g}); exit code 1 on a mismatch",
+    )
+    parser.add_argument("--no-fuse", action="store_true", help="compile one kernel per op")
+    parser.add_argument("--report", action="store_true", help="print the compile report: where each step runs and why")
+    options = parser.parse_args(args)
+    if options.report and options.backend == "reference":
+        parser.error("--report describes a compiled module; it needs the cpu backend")
+    return options
 
 
 def main(args: Sequence[str] | None = None) -> None:
@@ -116,11 +185,16 @@ def main(args: Sequence[str] | None = None) -> None:
         module = parse_text(Path(options.input_file).read_text(), options.input_file)
         func = entry_function(module, options.entry)
         inputs = load_inputs(func, options.inputs) if options.inputs else random_inputs(func, options.seed)
-        results = run_module(module, inputs, options.entry)
+        report = sys.stdout if options.report else None
+        results = run_module(module, inputs, options.entry, options.backend, not options.no_fuse, report)
         for i, result in enumerate(results):
             print(summarize(i, result))
         if options.output_file:
             np.savez(options.output_file, **{result_name(i): r for i, r in enumerate(results)})
+        if options.check:
+            mismatched = check_against_reference(results, run_module(module, inputs, options.entry, "reference"))
+            if mismatched:
+                raise GraphoptError(f"out of tolerance against the reference interpreter: {', '.join(mismatched)}")
 
 
 if __name__ == "__main__":

@@ -59,3 +59,36 @@ func.func @casts(%f: f32, %b: i1, %i: i32) -> (i32, f32, f64, i64, i16) {
 // CHECK-NEXT:    %e = llvm.fpext %f : f32 to f64
 // CHECK-NEXT:    %x = llvm.sext %i : i32 to i64
 // CHECK-NEXT:    %n = llvm.trunc %i : i32 to i16
+
+// Fast-math flags carry over to the llvm float ops; intrinsic calls and compares drop them.
+func.func @fastmath(%a: f32, %b: f32) -> (f32, f32, f32, f32) {
+  %s = arith.addf %a, %b fastmath<reassoc,contract> : f32
+  %p = arith.mulf %s, %b fastmath<fast> : f32
+  %n = arith.negf %p fastmath<nnan> : f32
+  %m = arith.maximumf %n, %a fastmath<reassoc> : f32
+  %d = arith.divf %m, %b : f32
+  func.return %s, %p, %n, %d : f32, f32, f32, f32
+}
+// CHECK-LABEL: func.func @fastmath
+// CHECK-NEXT:    %s = llvm.fadd %a, %b {fastmathFlags = #llvm.fastmath<reassoc,contract>} : f32
+// CHECK-NEXT:    %p = llvm.fmul %s, %b {fastmathFlags = #llvm.fastmath<fast>} : f32
+// CHECK-NEXT:    %n = llvm.fneg %p {fastmathFlags = #llvm.fastmath<nnan>} : f32
+// CHECK-NEXT:    %m = llvm.call_intrinsic "llvm.maximum.f32"(%n, %a) : (f32, f32) -> f32
+// CHECK-NEXT:    %d = llvm.fdiv %m, %b : f32
+
+// floordivsi: sdiv, then minus one where the remainder is non-zero and its sign differs from the divisor's.
+func.func @floordiv(%a: i32, %b: i32) -> i32 {
+  %q = arith.floordivsi %a, %b : i32
+  func.return %q : i32
+}
+// CHECK-LABEL: func.func @floordiv
+// CHECK-NEXT:    %q = llvm.sdiv %a, %b : i32
+// CHECK-NEXT:    %q_1 = llvm.srem %a, %b : i32
+// CHECK-NEXT:    %q_2 = llvm.mlir.constant(0 : i32) : i32
+// CHECK-NEXT:    %q_3 = llvm.icmp "ne" %q_1, %q_2 : i32
+// CHECK-NEXT:    %q_4 = llvm.xor %q_1, %b : i32
+// CHECK-NEXT:    %q_5 = llvm.icmp "slt" %q_4, %q_2 : i32
+// CHECK-NEXT:    %q_6 = llvm.and %q_3, %q_5 : i1
+// CHECK-NEXT:    %q_7 = llvm.zext %q_6 : i1 to i32
+// CHECK-NEXT:    %q_8 = llvm.sub %q, %q_7 : i32
+// CHECK-NEXT:    func.return %q_8 : i32

@@ -33,12 +33,14 @@ func.func @main(%x: tensor<2x3xf32>, %y: tensor<3x2xf32>) -> tensor<3x2xi1> {
 
 // -----
 
-// A reduction with its producer: fill, then one generic with a reduction iterator.
+// A reduction with its producer: fill, then one generic with a reduction iterator whose
+// accumulation may be reassociated (so LLVM vectorizes it).
 // CHECK-LABEL: func.func @fused_exp_reduce_sum_0(%0: memref<4x8xf32>, %1: memref<4xf32>)
 // CHECK:         linalg.generic {{.*}} outs(%1 : memref<4xf32>)
 // CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%0 : memref<4x8xf32>) outs(%1 : memref<4xf32>)
-// CHECK:           math.exp
-// CHECK:           arith.addf
+// CHECK-NEXT:    ^bb0(%[[X:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK-NEXT:      %[[E:.*]] = math.exp %[[X]] : f32
+// CHECK-NEXT:      %{{.*}} = arith.addf %[[ACC]], %[[E]] fastmath<reassoc> : f32
 func.func @main(%x: tensor<4x8xf32>) -> tensor<4xf32> {
   %0 = graph.exp %x : tensor<4x8xf32>
   %1 = graph.reduce_sum %0 {axes = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4xf32>
@@ -49,8 +51,13 @@ func.func @main(%x: tensor<4x8xf32>) -> tensor<4xf32> {
 
 // Softmax keeps row statistics in row-sized buffers, never a whole-tensor intermediate.
 // CHECK-LABEL: func.func @softmax_0
-// CHECK-COUNT-2: memref.alloc() : memref<4xf32>
+// The row max and row sum accumulate with reassoc.
+// CHECK:         memref.alloc() : memref<4xf32>
+// CHECK:         arith.maximumf {{.*}} fastmath<reassoc>
+// CHECK:         memref.alloc() : memref<4xf32>
 // CHECK-NOT:     memref.alloc
+// CHECK:         math.exp
+// CHECK:         arith.addf {{.*}} fastmath<reassoc>
 // CHECK:         arith.divf
 // CHECK:         memref.dealloc
 func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
@@ -60,9 +67,10 @@ func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
-// Matmul: a contraction generic, then the epilogue in place on the output buffer.
+// Matmul: a contraction generic over (m, k, n), the contiguous n innermost, then the
+// epilogue in place on the output buffer.
 // CHECK-LABEL: func.func @fused_matmul_add_relu_0(%0: memref<4x8xf32>, %1: memref<8x16xf32>, %2: memref<16xf32>, %3: memref<4x16xf32>)
-// CHECK:         iterator_types = ["parallel", "parallel", "reduction"]} ins(%0, %1 : memref<4x8xf32>, memref<8x16xf32>) outs(%3 : memref<4x16xf32>)
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>], iterator_types = ["parallel", "reduction", "parallel"]} ins(%0, %1 : memref<4x8xf32>, memref<8x16xf32>) outs(%3 : memref<4x16xf32>)
 // CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%2 : memref<16xf32>) outs(%3 : memref<4x16xf32>)
 // CHECK:           arith.addf
 // CHECK:           arith.maximumf
@@ -71,4 +79,78 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -
   %1 = graph.add %0, %b : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
   %2 = graph.relu %1 : tensor<4x16xf32>
   func.return %2 : tensor<4x16xf32>
+}
+
+// -----
+
+// conv2d: a zero-padded copy of x (pad's select), then a contraction over
+// (n, o, c, kh, kw, oh, ow) with the output row innermost, then the epilogue in place.
+// CHECK-LABEL: func.func @fused_conv2d_relu_0(%0: memref<1x2x5x5xf32>, %1: memref<4x2x3x3xf32>, %2: memref<1x4x3x3xf32>)
+// CHECK:         %[[PADDED:.*]] = memref.alloc() : memref<1x2x7x7xf32>
+// CHECK:         outs(%[[PADDED]] : memref<1x2x7x7xf32>)
+// CHECK:           arith.select
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d2, ((d5 * 2) + d3), ((d6 * 2) + d4))>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d5, d6)>], iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction", "parallel", "parallel"]} ins(%[[PADDED]], %1 : memref<1x2x7x7xf32>, memref<4x2x3x3xf32>) outs(%2 : memref<1x4x3x3xf32>)
+// CHECK:           arith.mulf
+// CHECK:           arith.addf
+// CHECK:         outs(%2 : memref<1x4x3x3xf32>)
+// CHECK:           arith.maximumf
+// CHECK:         memref.dealloc %[[PADDED]]
+func.func @main(%x: tensor<1x2x5x5xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32> {
+  %0 = graph.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x2x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %1 = graph.relu %0 : tensor<1x4x3x3xf32>
+  func.return %1 : tensor<1x4x3x3xf32>
+}
+
+// -----
+
+// max_pool2d: a -inf-padded copy, and a window-sized buffer that only gives the window loops their bounds.
+// CHECK-LABEL: func.func @max_pool2d_0(%0: memref<1x1x4x4xf32>, %1: memref<1x1x2x2xf32>)
+// CHECK:         %[[PADDED:.*]] = memref.alloc() : memref<1x1x5x5xf32>
+// CHECK:           arith.constant 0xff800000 : f32
+// CHECK:         %[[WINDOW:.*]] = memref.alloc() : memref<3x3xf32>
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d2, d3)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, ((d4 * 2) + d2), ((d5 * 2) + d3))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4, d5)>], iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel", "parallel"]} ins(%[[WINDOW]], %[[PADDED]] : memref<3x3xf32>, memref<1x1x5x5xf32>) outs(%1 : memref<1x1x2x2xf32>)
+// CHECK:           arith.maximumf {{.*}} fastmath<reassoc>
+func.func @main(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
+  %0 = graph.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 0, 0>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>
+  func.return %0 : tensor<1x1x2x2xf32>
+}
+
+// -----
+
+// pad inside an elementwise chain: bounds checks on linalg.index, a load at the clamped
+// index, and a select of the pad value; still one generic.
+// CHECK-LABEL: func.func @fused_exp_pad_neg_0(%0: memref<3xf32>, %1: memref<6xf32>)
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} outs(%1 : memref<6xf32>)
+// CHECK:           %[[I:.*]] = linalg.index 0 : index
+// CHECK:           arith.cmpi sge, %[[I]], %{{.*}} : index
+// CHECK:           arith.cmpi slt
+// CHECK:           arith.minsi
+// CHECK:           arith.maxsi
+// CHECK:           memref.load %0
+// CHECK:           math.exp
+// CHECK:           arith.constant 2.500000e+00 : f32
+// CHECK:           arith.select
+// CHECK:           arith.negf
+// CHECK-NOT:     linalg.generic
+func.func @main(%x: tensor<3xf32>) -> tensor<6xf32> {
+  %0 = graph.exp %x : tensor<3xf32>
+  %1 = graph.pad %0 {pads = array<i64: 1, 2>, value = 2.5 : f64} : (tensor<3xf32>) -> tensor<6xf32>
+  %2 = graph.neg %1 : tensor<6xf32>
+  func.return %2 : tensor<6xf32>
+}
+
+// -----
+
+// gather: the position read from the indices (wrapped when negative, clamped), then a load of the data.
+// CHECK-LABEL: func.func @fused_gather_exp_0(%0: memref<5x4xf32>, %1: memref<3xi64>, %2: memref<3x4xf32>)
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%1 : memref<3xi64>) outs(%2 : memref<3x4xf32>)
+// CHECK:           arith.index_cast
+// CHECK:           arith.cmpi slt
+// CHECK:           arith.select
+// CHECK:           memref.load %0
+// CHECK:           math.exp
+func.func @main(%d: tensor<5x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
+  %0 = graph.gather %d, %i {axis = 0 : i64} : (tensor<5x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+  %1 = graph.exp %0 : tensor<3x4xf32>
+  func.return %1 : tensor<3x4xf32>
 }

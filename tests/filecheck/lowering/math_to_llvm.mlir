@@ -2,7 +2,7 @@
 
 // Intrinsics where LLVM has one; libm calls (declared once) where it has none; rsqrt as 1/sqrt.
 func.func @math(%x: f32, %y: f64, %z: f64) -> (f32, f64, f64, f32, f32, f32) {
-  %e = math.exp %x : f32
+  %e = math.exp2 %x : f32
   %p = math.powf %e, %x : f32
   %r = math.erf %y : f64
   %r2 = math.erf %z : f64
@@ -14,7 +14,7 @@ func.func @math(%x: f32, %y: f64, %z: f64) -> (f32, f64, f64, f32, f32, f32) {
 // CHECK:        llvm.func @log1pf(f32) -> f32
 // CHECK-NEXT:   llvm.func @erf(f64) -> f64
 // CHECK-LABEL:  func.func @math
-// CHECK-NEXT:     %e = llvm.call_intrinsic "llvm.exp.f32"(%x) : (f32) -> f32
+// CHECK-NEXT:     %e = llvm.call_intrinsic "llvm.exp2.f32"(%x) : (f32) -> f32
 // CHECK-NEXT:     %p = llvm.call_intrinsic "llvm.pow.f32"(%e, %x) : (f32, f32) -> f32
 // CHECK-NEXT:     %r = llvm.call @erf(%y) : (f64) -> f64
 // CHECK-NEXT:     %r2 = llvm.call @erf(%z) : (f64) -> f64
@@ -41,3 +41,56 @@ func.func @tanh_erf(%x: f32) -> (f32, f32) {
 // CHECK:          llvm.mlir.constant(4.000000e+00 : f32)
 // CHECK:          %[[ERF:.*]] = llvm.fdiv
 // CHECK-NEXT:     func.return %[[TANH]], %[[ERF]] : f32, f32
+
+// f32 exp: clamp to [-104, 89], n = round(x log2 e) by the 1.5 * 2^23 shift, Cody-Waite r, a
+// polynomial, 2^n as two halves put in the exponent bits (bitcast, shl). f64 exp stays an intrinsic.
+func.func @exp(%x: f32, %y: f64) -> (f32, f64) {
+  %e = math.exp %x : f32
+  %d = math.exp %y : f64
+  func.return %e, %d : f32, f64
+}
+// CHECK-LABEL:  func.func @exp
+// CHECK-NOT:      llvm.call
+// CHECK:          llvm.mlir.constant(8.900000e+01 : f32)
+// CHECK:          llvm.mlir.constant(-1.040000e+02 : f32)
+// CHECK:          %[[SHIFTED:.*]] = llvm.intr.fma(%{{.*}}, %{{.*}}, %{{.*}}) : (f32, f32, f32) -> f32
+// CHECK:          llvm.bitcast %[[SHIFTED]] : f32 to i32
+// CHECK:          llvm.ashr
+// CHECK:          llvm.shl
+// CHECK:          llvm.bitcast %{{.*}} : i32 to f32
+// CHECK:          llvm.shl
+// CHECK:          llvm.bitcast %{{.*}} : i32 to f32
+// CHECK-NEXT:     %[[EXP:.*]] = llvm.fmul
+// CHECK-NEXT:     %d = llvm.call_intrinsic "llvm.exp.f64"(%y) : (f64) -> f64
+// CHECK-NEXT:     func.return %[[EXP]], %d : f32, f64
+
+// f32 log: subnormals scaled by 2^23, exponent and mantissa split on the bits, a polynomial,
+// then inf, 0 and negative/NaN inputs by selects.
+func.func @log(%x: f32) -> f32 {
+  %l = math.log %x : f32
+  func.return %l : f32
+}
+// CHECK-LABEL:  func.func @log
+// CHECK-NOT:      llvm.call
+// CHECK:          %[[SUBNORMAL:.*]] = llvm.fcmp "olt" %x
+// CHECK:          llvm.select %[[SUBNORMAL]]
+// CHECK:          llvm.bitcast %{{.*}} : f32 to i32
+// CHECK:          llvm.ashr
+// CHECK:          llvm.sitofp %{{.*}} : i32 to f32
+// CHECK:          llvm.mlir.constant(0x7f800000 : f32)
+// CHECK-NEXT:     llvm.fcmp "oeq" %x
+// CHECK:          llvm.mlir.constant(0xff800000 : f32)
+// CHECK:          llvm.fcmp "ult" %x
+// CHECK-NEXT:     llvm.mlir.constant(0x7fc00000 : f32)
+// CHECK-NEXT:     %[[LOG:.*]] = llvm.select
+// CHECK-NEXT:     func.return %[[LOG]] : f32
+
+// Fast-math flags reach libm calls; intrinsic calls drop them (xDSL cannot emit them there).
+func.func @fastmath(%x: f64, %y: f32) -> (f64, f32) {
+  %e = math.erf %x fastmath<fast> : f64
+  %s = math.sqrt %y fastmath<afn> : f32
+  func.return %e, %s : f64, f32
+}
+// CHECK-LABEL:  func.func @fastmath
+// CHECK-NEXT:     %e = llvm.call @erf(%x) {fastmathFlags = #llvm.fastmath<fast>} : (f64) -> f64
+// CHECK-NEXT:     %s = llvm.call_intrinsic "llvm.sqrt.f32"(%y) : (f32) -> f32
