@@ -32,7 +32,7 @@ from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.errors import GraphoptError
 from graphopt.interpreter import check_arguments, evaluate
-from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, Unsupported, lower_group
+from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, Unsupported, lower_group, single_op_kernel_name
 from graphopt.lowering.jit import ArgumentSpec, KernelArgumentError, aligned_array, aligned_empty, compile_module
 from graphopt.lowering.row_split import RowSplit, row_chunk_kernel, row_split
 from graphopt.parsing import make_context
@@ -111,7 +111,10 @@ class Executable:
     # -- planning ------------------------------------------------------------------------
 
     def _step(self, op: Operation, use_cpu: bool) -> Step:
-        name = op.group_name.data if isinstance(op, graph.FusedOp) else f"{op.name.removeprefix('graph.')}_{len(self.steps)}"
+        if isinstance(op, graph.FusedOp):
+            name = op.group_name.data
+        else:
+            name = single_op_kernel_name(op, sum(not isinstance(s.op, graph.FusedOp) for s in self.steps))
         step = Step(name, op, list(op.operands), list(op.results), "reference")
         if not use_cpu:
             step.reason = "cpu backend not selected"

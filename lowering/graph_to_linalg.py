@@ -935,6 +935,11 @@ def _lower_anchored(kernel: Kernel, heavy: Operation) -> None:
         body.finish([body.value(result, body.dims)])
 
 
+def single_op_kernel_name(op: Operation, index: int) -> str:
+    """The kernel name of an op outside any group: `<kind>_<index among such ops>`."""
+    return f"{op.name.removeprefix('graph.')}_{index}"
+
+
 def lower_group(op: Operation, name: str | None = None) -> func.FuncOp:
     """The kernel of a `graph.fused` or of a single graph op (named `name`, default: the group's).
 
@@ -1004,7 +1009,7 @@ class ConvertGraphToLinalgPass(ModulePass):
                 if node.mode_name != "compile":
                     continue
             elif isinstance(node, graph.GraphOp) and not isinstance(node, graph.ConstantOp):
-                name = f"{node.name.removeprefix('graph.')}_{singles}"
+                name = single_op_kernel_name(node, singles)
                 singles += 1
             else:
                 continue
