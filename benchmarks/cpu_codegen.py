@@ -1,18 +1,22 @@
-"""CPU code generation against NumPy, measured side by side in one process.
+"""CPU code generation against NumPy, measured side by side in one process per thread count.
 
-    python benchmarks/cpu_codegen.py [--repeat 20]
+    python benchmarks/cpu_codegen.py [--repeat 20] [--threads 1,2]
 
-Prints one table: median time of each workload for graphopt (fused, and unfused: one kernel
-per op), NumPy op by op, and a floor, with ratios to NumPy; then compile times. Results are
-written into preallocated arrays (`exe(..., out=...)`) so that page faults of fresh outputs
-are not what is measured. The floor of the elementwise chain is a copy moving the same bytes
-(np.copyto of 2 x 64 MiB: 128 MiB read, 128 MiB written).
+For each thread count, a child process (OPENBLAS_NUM_THREADS and GRAPHOPT_THREADS set to it)
+prints one table: median time of each workload for graphopt (fused, and unfused: one kernel
+per op), NumPy op by op, and a floor, with ratios; then compile times. Results are written
+into preallocated arrays (`exe(..., out=...)`) so that page faults of fresh outputs are not
+what is measured. The floor of the elementwise chain is a copy moving the same bytes
+(2 x 64 MiB read, 2 x 64 MiB written), split over the same number of threads.
 """
 
 import argparse
+import os
 import statistics
+import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -67,13 +71,21 @@ def numpy_layer_norm(x, scale, bias):
     return (x - mean) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5) * scale + bias
 
 
-def workloads(rng):
+def parallel_copy(target: np.ndarray, source: np.ndarray, pool: ThreadPoolExecutor, threads: int) -> None:
+    """np.copyto in `threads` slices at once (NumPy releases the GIL while copying)."""
+    bounds = np.linspace(0, len(source), threads + 1).astype(int)
+    for future in [pool.submit(np.copyto, target[a:b], source[a:b]) for a, b in zip(bounds, bounds[1:])]:
+        future.result()
+
+
+def workloads(rng, threads: int):
     """(name, module, inputs, NumPy function, floor function or None, flops or None)."""
     n = 1 << 24
     x, w, b = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
     source, target = rng.standard_normal(2 * n).astype(np.float32), np.empty(2 * n, np.float32)
+    pool = ThreadPoolExecutor(threads)
     yield ("relu(x*w+b)*0.5+x, 2^24", chain_module(n), (x, w, b),
-           lambda: np.maximum(x * w + b, 0) * np.float32(0.5) + x, lambda: np.copyto(target, source), None)
+           lambda: np.maximum(x * w + b, 0) * np.float32(0.5) + x, lambda: parallel_copy(target, source, pool, threads), None)
     rows = rng.standard_normal((4096, 1024)).astype(np.float32)
     scale, bias = rng.standard_normal(1024).astype(np.float32), rng.standard_normal(1024).astype(np.float32)
     yield ("softmax 4096x1024", softmax_module(4096, 1024), (rows,), lambda: numpy_softmax(rows), None, None)
@@ -87,17 +99,27 @@ def workloads(rng):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts, one table each")
     args = parser.parse_args()
-    rng = np.random.default_rng(0)
+    if "GRAPHOPT_BENCHMARK_CHILD" in os.environ:
+        measure(args.repeat, int(os.environ["GRAPHOPT_THREADS"]))
+        return
+    for threads in args.threads.split(","):
+        env = dict(os.environ, GRAPHOPT_BENCHMARK_CHILD="1", GRAPHOPT_THREADS=threads, OPENBLAS_NUM_THREADS=threads)
+        print(f"== {threads} thread(s) ==", flush=True)
+        subprocess.run([sys.executable, __file__, "--repeat", str(args.repeat)], env=env, check=True)
 
+
+def measure(repeat: int, threads: int) -> None:
+    rng = np.random.default_rng(0)
     print(f"{'workload':<28} {'fused':>9} {'unfused':>9} {'NumPy':>9} {'floor':>9} {'NumPy/fused':>12} {'fused/floor':>12}")
-    for name, module, inputs, numpy_function, floor_function, flops in workloads(rng):
+    for name, module, inputs, numpy_function, floor_function, flops in workloads(rng, threads):
         fused, unfused = graphopt.compile(module), graphopt.compile(module, fuse=False)
         outputs = tuple(np.empty(v.type.get_shape(), np.float32) for v in fused.results)
-        t_fused = median_seconds(lambda: fused(*inputs, out=outputs), args.repeat)
-        t_unfused = median_seconds(lambda: unfused(*inputs, out=outputs), args.repeat)
-        t_numpy = median_seconds(numpy_function, args.repeat)
-        t_floor = median_seconds(floor_function, args.repeat) if floor_function else float("nan")
+        t_fused = median_seconds(lambda: fused(*inputs, out=outputs), repeat)
+        t_unfused = median_seconds(lambda: unfused(*inputs, out=outputs), repeat)
+        t_numpy = median_seconds(numpy_function, repeat)
+        t_floor = median_seconds(floor_function, repeat) if floor_function else float("nan")
         line = f"{name:<28} {t_fused * 1e3:>7.2f}ms {t_unfused * 1e3:>7.2f}ms {t_numpy * 1e3:>7.2f}ms "
         line += f"{t_floor * 1e3:>7.2f}ms {t_numpy / t_fused:>11.2f}x {t_fused / t_floor:>11.2f}x"
         if flops:
