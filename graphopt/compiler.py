@@ -1,18 +1,19 @@
-"""graphopt.compile: fuse, lower each group to one CPU kernel, JIT it, and run whole modules.
+"""graphopt.compile: fuse, partition, compile each group on its backend, and run whole modules.
 
-    exe = graphopt.compile(module)                # fuse + lower + JIT, once
-    (y,) = exe(x)                                 # NumPy arrays in, fresh NumPy arrays out
-    print(exe.report())                           # one line per step: kernel or reference
+    exe = graphopt.compile(module)                        # fuse + partition + lower + JIT, once
+    exe = graphopt.compile(module, backends=("cpu", "reference"))
+    (y,) = exe(x)                                         # NumPy arrays in, fresh arrays out
+    print(exe.report())                                   # one line per step: where it runs
 
-The plan is a list of steps in @main's order. A step is a compiled kernel (a `graph.fused`
-group, or one op when `fuse=False` or when it was left alone by fusion) or, for a group the
-CPU lowering does not support yet, the reference interpreter; `report()` says which and why.
-Constants are materialized once at compile time. Intermediate buffers are planned at compile
-time (a buffer is reused once the last step reading its value has run) and allocated once
-per calling thread, so calls from several threads are safe. Kernels are called through
-ctypes, which releases the GIL while they run: a large kernel that is one parallel loop nest
-over rows (`lowering/row_split.py`) runs as `threads` row chunks at once (default: the
-GRAPHOPT_THREADS environment variable, else the number of CPUs).
+The plan is a list of steps in @main's order: each `graph.fused` group, and each op left
+outside any group, runs as one kernel of a backend (`graphopt.backends`). A group whose
+`backend` attribute is set (by the partition pass) runs there; any other step runs on the
+first of `backends` that supports it, else on the reference interpreter, and `report()`
+says why. Constants are materialized once at compile time. Intermediate buffers are planned
+at compile time (a buffer is reused once the last step reading its value has run) and
+allocated once per calling thread, so calls from several threads are safe. `threads`
+(default: the GRAPHOPT_THREADS environment variable, else the number of CPUs) is how many
+threads a backend may use for one kernel.
 """
 
 from __future__ import annotations
@@ -20,36 +21,30 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
+from graphopt.backends import Kernel, get_backend
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.errors import GraphoptError
-from graphopt.interpreter import check_arguments, evaluate
-from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, Unsupported, lower_group, single_op_kernel_name
-from graphopt.lowering.jit import ArgumentSpec, KernelArgumentError, aligned_array, aligned_empty, compile_module
-from graphopt.lowering.row_split import RowSplit, row_chunk_kernel, row_split
+from graphopt.interpreter import check_arguments
+from graphopt.lowering.graph_to_linalg import single_op_kernel_name
+from graphopt.lowering.jit import aligned_array, aligned_empty
 from graphopt.parsing import make_context
 from graphopt.transforms.fuse import FusePass
 
 ALIGNMENT = 16
-"""Kernel arguments are assumed 16-byte aligned: what NumPy's allocator gives every array."""
-
-BACKENDS = ("cpu", "reference")
-
-PARALLEL_MIN_ELEMENTS = 1 << 16
-"""Smaller kernels run on one thread: splitting them costs more than it saves."""
+"""Arrays handed to kernels are C-contiguous and 16-byte aligned (NumPy's allocator gives it)."""
 
 
 @dataclass
 class Step:
-    """One kernel launch (or reference evaluation) of the plan."""
+    """One kernel launch of the plan."""
 
     name: str
     op: Operation
@@ -57,13 +52,8 @@ class Step:
     outputs: list[SSAValue]
     backend: str
     reason: str | None = None
-    """Why the step runs on the reference interpreter."""
-    constants: list[np.ndarray] = field(default_factory=list)
-    """Extra kernel arguments: the group's non-splat constants."""
-    kernel: object = None
-    split: RowSplit | None = None
-    chunks: list[tuple[str, int]] = field(default_factory=list)
-    """Row chunks run in parallel: (kernel name, then the kernel; first row)."""
+    """Why the step does not run on the first backend asked for."""
+    kernel: Kernel | None = None
 
 
 def compile(
@@ -73,10 +63,9 @@ def compile(
     entry: str = "main",
     threads: int | None = None,
 ) -> Executable:
-    """Compile `module`'s `entry` function for the CPU; see the module docstring."""
-    unknown = [b for b in backends if b not in BACKENDS]
-    if unknown:
-        raise GraphoptError(f"unknown backend {unknown[0]!r}; available: {', '.join(BACKENDS)}")
+    """Compile `module`'s `entry` function; see the module docstring."""
+    for name in backends:
+        get_backend(name)
     module = module.clone()
     if fuse:
         FusePass().apply(make_context(), module)
@@ -84,16 +73,16 @@ def compile(
         threads = int(os.environ.get("GRAPHOPT_THREADS", os.cpu_count() or 1))
     if threads < 1:
         raise GraphoptError(f"threads must be at least 1, got {threads}")
-    return Executable(module, entry, use_cpu="cpu" in backends, threads=threads)
+    return Executable(module, entry, list(backends), threads)
 
 
 class Executable:
     """A compiled module: call it with NumPy arrays, one per argument of the entry function."""
 
-    def __init__(self, module: ModuleOp, entry: str, use_cpu: bool, threads: int = 1):
+    def __init__(self, module: ModuleOp, entry: str, backends: list[str], threads: int = 1):
         self.module = module
+        self.backends = backends
         self.threads = threads
-        self._pool = ThreadPoolExecutor(threads - 1) if threads > 1 else None
         self.function = _entry_function(module, entry)
         self.constants: dict[SSAValue, np.ndarray] = {}
         self.steps: list[Step] = []
@@ -101,7 +90,7 @@ class Executable:
             if isinstance(op, graph.ConstantOp):
                 self.constants[op.result] = aligned_array(dense_to_numpy(op.value), alignment=ALIGNMENT)
             elif not isinstance(op, ReturnOp):
-                self.steps.append(self._step(op, use_cpu))
+                self.steps.append(self._step(op))
         self.results = list(self.function.body.block.last_op.operands)
         self.produced = {v for step in self.steps for v in step.outputs}
         self._compile_kernels()
@@ -110,58 +99,32 @@ class Executable:
 
     # -- planning ------------------------------------------------------------------------
 
-    def _step(self, op: Operation, use_cpu: bool) -> Step:
+    def _step(self, op: Operation) -> Step:
         if isinstance(op, graph.FusedOp):
             name = op.group_name.data
         else:
             name = single_op_kernel_name(op, sum(not isinstance(s.op, graph.FusedOp) for s in self.steps))
         step = Step(name, op, list(op.operands), list(op.results), "reference")
-        if not use_cpu:
-            step.reason = "cpu backend not selected"
-        elif isinstance(op, graph.FusedOp) and op.mode_name == "fallback":
-            step.reason = "fallback group"
-        elif not isinstance(op, (graph.FusedOp, graph.GraphOp)):
-            step.reason = f"{op.name} is not a graph op"
-        else:
-            try:
-                kernel = lower_group(op, name)
-                for type_ in kernel.function_type.inputs.data:
-                    ArgumentSpec.of(type_)
-                step.kernel, step.backend = kernel, "cpu"
-            except (Unsupported, KernelArgumentError) as e:
-                step.reason = str(e)
+        pinned = op.backend.data if isinstance(op, graph.FusedOp) and op.backend is not None else None
+        reasons = []
+        for backend in [pinned] if pinned else self.backends:
+            reason = get_backend(backend).supports(op)
+            if reason is None:
+                step.backend = backend
+                break
+            reasons.append(f"{backend}: {reason}")
+        if pinned and reasons:
+            raise GraphoptError(f"group '{name}' is placed on backend {pinned!r}, which refuses it: {reasons[0]}")
+        step.reason = "; ".join(reasons) or None
         return step
 
     def _compile_kernels(self) -> None:
-        kernel_steps = [s for s in self.steps if s.backend == "cpu"]
-        if not kernel_steps:
-            return
-        for step in kernel_steps:
-            step.constants = [
-                aligned_array(dense_to_numpy(attrs.data[CONSTANT_ARG_ATTR]), alignment=ALIGNMENT)
-                for attrs in (step.kernel.arg_attrs.data if step.kernel.arg_attrs else [])
-                if CONSTANT_ARG_ATTR in attrs.data
-            ]
-        functions = [s.kernel for s in kernel_steps]
-        for step in kernel_steps:
-            functions += self._row_chunks(step)
-        compiled = compile_module(ModuleOp(functions), alignment=ALIGNMENT)
-        for step in kernel_steps:
-            step.kernel = compiled[step.name]
-            step.chunks = [(compiled[name], begin) for name, begin in step.chunks]
-
-    def _row_chunks(self, step: Step) -> list:
-        """Kernels for `threads` row chunks of a large row-parallel step (recorded in step.chunks)."""
-        split = row_split(step.kernel)
-        outputs = sum(int(np.prod(v.type.get_shape())) for v in step.outputs)
-        if self.threads == 1 or split is None or outputs < PARALLEL_MIN_ELEMENTS or split.rows < self.threads:
-            return []
-        step.split = split
-        base, extra = divmod(split.rows, self.threads)
-        sizes = [base + (i < extra) for i in range(self.threads)]
-        names = {size: f"{step.name}_rows{size}" for size in sorted(set(sizes))}
-        step.chunks = [(names[size], sum(sizes[:i])) for i, size in enumerate(sizes)]
-        return [row_chunk_kernel(step.kernel, split, size, name) for size, name in names.items()]
+        """Compile each backend's steps together."""
+        for backend in dict.fromkeys(s.backend for s in self.steps):
+            steps = [s for s in self.steps if s.backend == backend]
+            kernels = get_backend(backend).compile([s.op for s in steps], self.threads)
+            for step, kernel in zip(steps, kernels, strict=True):
+                step.kernel = kernel
 
     def _plan_buffers(self) -> None:
         """Give every intermediate value a slot in a reusable byte buffer (by liveness)."""
@@ -201,33 +164,11 @@ class Executable:
         results = self._result_arrays(out)
         values.update((v, a) for v, a in zip(self.results, results) if v in self.produced)
         for step in self.steps:
-            operands = [values[v] for v in step.inputs]
-            if step.backend == "cpu":
-                outputs = [values[v] for v in step.outputs]
-                addresses = [a.ctypes.data for a in (*operands, *step.constants, *outputs)]
-                if step.chunks:
-                    self._run_chunks(step, addresses)
-                else:
-                    step.kernel.unchecked(*addresses)
-            else:
-                with np.errstate(all="ignore"):
-                    for value, result in zip(step.outputs, evaluate(self.module, step.op, operands), strict=True):
-                        np.copyto(values[value], result)
+            step.kernel([values[v] for v in step.inputs], [values[v] for v in step.outputs])
         for value, array in zip(self.results, results):
             if values[value] is not array:  # an argument, a constant, or a value returned twice
                 np.copyto(array, values[value])
         return results
-
-    def _run_chunks(self, step: Step, addresses: list[int]) -> None:
-        """Run the step's row chunks on the pool and this thread; wait for all of them."""
-        calls = [
-            (kernel.unchecked, [a + begin * stride for a, stride in zip(addresses, step.split.row_bytes, strict=True)])
-            for kernel, begin in step.chunks
-        ]
-        pending = [self._pool.submit(function, *args) for function, args in calls[1:]]
-        calls[0][0](*calls[0][1])
-        for future in pending:
-            future.result()
 
     def _result_arrays(self, out: Sequence[np.ndarray] | None) -> tuple[np.ndarray, ...]:
         if out is None:

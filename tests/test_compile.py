@@ -31,7 +31,7 @@ from graphopt.transforms.fuse import FusePass
 EXAMPLES = sorted((Path(__file__).parents[1] / "examples").glob("*.mlir"))
 SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], np.float32)
 
-FALLBACKS = {("graph.cast", "kernels cannot take or return f16")}
+FALLBACKS = {("graph.cast", "cpu: kernels cannot take or return f16")}
 """(op, reason) of each op of the table that runs on the reference interpreter instead of a CPU kernel."""
 
 

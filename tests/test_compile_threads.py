@@ -44,7 +44,7 @@ def test_split_runs_equal_the_interpreter(module, split, threads):
     inputs[0].flat[::97] = np.nan
     exe = graphopt.compile(module, threads=threads)
     step = only_step(exe)
-    assert bool(step.chunks) == (split and threads > 1 and step.split.rows >= threads)
+    assert bool(step.kernel.chunks) == (split and threads > 1 and step.kernel.split.rows >= threads)
     for got, want in zip(exe(*inputs), graphopt.interpret(module, *inputs), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5)
 
@@ -59,7 +59,7 @@ def test_row_bytes_leave_broadcast_arguments_whole():
 
 def test_small_kernels_stay_on_one_thread():
     exe = graphopt.compile(chain((7, 5), (5,)), threads=2)
-    assert only_step(exe).chunks == []
+    assert only_step(exe).kernel.chunks == []
 
 
 def test_threads_from_the_environment(monkeypatch):

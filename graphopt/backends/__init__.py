@@ -1,0 +1,88 @@
+"""Backends: what the partitioner and the runtime know of a code generator, and nothing more.
+
+A backend says which groups it accepts (`supports`), compiles accepted groups into kernels
+(`compile`), and estimates a group's cost from bytes and flops (`estimate`). A group is a
+`graph.fused` op or a single graph op. A kernel is called with the group's input arrays and
+preallocated output arrays, which it fills:
+
+    backend = get_backend("cpu")
+    if backend.supports(group) is None:
+        (kernel,) = backend.compile([group], threads=2)
+        kernel([x, w], [out])
+
+New backends register with `register_backend(MyBackend())`, or from another package through
+the `graphopt.backends` entry-point group (each entry point names a Backend subclass).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from importlib.metadata import entry_points
+from typing import ClassVar, Protocol
+
+import numpy as np
+from xdsl.ir import Operation
+
+from graphopt.errors import GraphoptError
+
+
+class Kernel(Protocol):
+    def __call__(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> None:
+        """Compute the group's outputs into `outputs` (C-contiguous, 16-byte aligned arrays)."""
+
+
+class Backend(ABC):
+    """A code generator the partitioner can assign groups to."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def supports(self, group: Operation) -> str | None:
+        """None if this backend can run `group` as one kernel, else the reason it cannot."""
+
+    @abstractmethod
+    def compile(self, groups: Sequence[Operation], threads: int) -> list[Kernel]:
+        """One kernel per group (all supported), compiled together where that is cheaper."""
+
+    @abstractmethod
+    def estimate(self, group: Operation) -> float:
+        """Analytic cost of one run of `group`, in seconds."""
+
+
+_registry: dict[str, Backend] = {}
+
+
+def register_backend(backend: Backend) -> None:
+    """Make `backend` available under `backend.name` (replacing one of that name)."""
+    _registry[backend.name] = backend
+
+
+def get_backend(name: str) -> Backend:
+    _load_builtin_and_plugins()
+    if name not in _registry:
+        raise GraphoptError(f"unknown backend {name!r}; available: {', '.join(backend_names())}")
+    return _registry[name]
+
+
+def backend_names() -> list[str]:
+    _load_builtin_and_plugins()
+    return list(_registry)
+
+
+_loaded = False
+
+
+def _load_builtin_and_plugins() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from graphopt.backends.cpu import CpuBackend
+    from graphopt.backends.reference import ReferenceBackend
+
+    for backend in (CpuBackend(), ReferenceBackend()):
+        _registry.setdefault(backend.name, backend)
+    for entry in entry_points(group="graphopt.backends"):
+        backend = entry.load()()
+        _registry.setdefault(backend.name, backend)

@@ -1,0 +1,121 @@
+"""The cpu backend: each group becomes one kernel through linalg, the llvm dialect and llvmlite.
+
+Kernels of one `compile` call are JIT-compiled together (one LLVM module). A large kernel that
+is row-parallel (`lowering/row_split.py`) also gets row-chunk variants and runs as `threads`
+chunks at once on a thread pool; ctypes releases the GIL while kernels run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Operation
+
+from graphopt.backends import Backend, Kernel
+from graphopt.backends.costs import machine
+from graphopt.dialects import graph
+from graphopt.dialects.attributes import dense_to_numpy
+from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, Unsupported, lower_group
+from graphopt.lowering.jit import ArgumentSpec, KernelArgumentError, aligned_array, compile_module
+from graphopt.lowering.row_split import RowSplit, row_chunk_kernel, row_split
+
+ALIGNMENT = 16
+"""Kernel arguments are assumed 16-byte aligned: what NumPy's allocator gives every array."""
+
+PARALLEL_MIN_ELEMENTS = 1 << 16
+"""Smaller kernels run on one thread: splitting them costs more than it saves."""
+
+CONTRACTION_SHARE_OF_BLAS = 0.3
+"""Our matmul/conv loops reach about this share of NumPy's BLAS rate (benchmarks/cpu_codegen.py)."""
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+
+    def supports(self, group: Operation) -> str | None:
+        try:
+            kernel = self._lower(group, "probe")
+            for type_ in kernel.function_type.inputs.data:
+                ArgumentSpec.of(type_)
+        except (Unsupported, KernelArgumentError) as e:
+            return str(e)
+        return None
+
+    def compile(self, groups: Sequence[Operation], threads: int) -> list[Kernel]:
+        pool = ThreadPoolExecutor(threads - 1) if threads > 1 else None
+        plans = [KernelPlan(self._lower(group, f"kernel_{i}"), threads) for i, group in enumerate(groups)]
+        functions = [f for plan in plans for f in plan.functions()]
+        compiled = compile_module(ModuleOp(functions), alignment=ALIGNMENT)
+        return [plan.bind(compiled, pool) for plan in plans]
+
+    def estimate(self, group: Operation) -> float:
+        rates = machine()
+        return rates.kernel_time(group, CONTRACTION_SHARE_OF_BLAS * rates.blas_flops)
+
+    @staticmethod
+    def _lower(group: Operation, name: str) -> FuncOp:
+        if isinstance(group, graph.FusedOp) and group.mode_name == "fallback":
+            raise Unsupported("a fallback group is not compiled as one kernel")
+        if not isinstance(group, (graph.FusedOp, graph.GraphOp)):
+            raise Unsupported(f"{group.name} is not a graph op")
+        return lower_group(group, name)
+
+
+class KernelPlan:
+    """One group's kernel function, its constant arguments and its row chunks, before the JIT."""
+
+    def __init__(self, kernel: FuncOp, threads: int):
+        self.kernel = kernel
+        self.name = kernel.sym_name.data
+        self.constants = [
+            aligned_array(dense_to_numpy(attrs.data[CONSTANT_ARG_ATTR]), alignment=ALIGNMENT)
+            for attrs in (kernel.arg_attrs.data if kernel.arg_attrs else [])
+            if CONSTANT_ARG_ATTR in attrs.data
+        ]
+        self.split: RowSplit | None = None
+        self.chunks: list[tuple[str, int]] = []
+        split = row_split(kernel)
+        outputs = sum(int(np.prod(t.get_shape())) for t in kernel.function_type.inputs.data[-1:])
+        if threads > 1 and split is not None and outputs >= PARALLEL_MIN_ELEMENTS and split.rows >= threads:
+            self.split = split
+            base, extra = divmod(split.rows, threads)
+            sizes = [base + (i < extra) for i in range(threads)]
+            self.chunk_names = {size: f"{self.name}_rows{size}" for size in sorted(set(sizes))}
+            self.chunks = [(self.chunk_names[size], sum(sizes[:i])) for i, size in enumerate(sizes)]
+
+    def functions(self) -> list[FuncOp]:
+        chunk_kernels = [row_chunk_kernel(self.kernel, self.split, size, name) for size, name in self.chunk_names.items()] if self.chunks else []
+        return [self.kernel, *chunk_kernels]
+
+    def bind(self, compiled, pool: ThreadPoolExecutor | None) -> CpuKernel:
+        chunks = [(compiled[name].unchecked, begin) for name, begin in self.chunks]
+        return CpuKernel(compiled[self.name].unchecked, self.constants, self.split, chunks, pool)
+
+
+class CpuKernel:
+    """Calls a JIT-compiled kernel on array addresses (the runtime checked shapes and dtypes)."""
+
+    def __init__(self, function, constants, split: RowSplit | None, chunks, pool: ThreadPoolExecutor | None):
+        self.function = function
+        self.constants = constants
+        self.split = split
+        self.chunks = chunks
+        self.pool = pool
+
+    def __call__(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> None:
+        addresses = [a.ctypes.data for a in (*inputs, *self.constants, *outputs)]
+        if not self.chunks:
+            self.function(*addresses)
+            return
+        calls = [
+            (function, [a + begin * stride for a, stride in zip(addresses, self.split.row_bytes, strict=True)])
+            for function, begin in self.chunks
+        ]
+        pending = [self.pool.submit(function, *args) for function, args in calls[1:]]
+        calls[0][0](*calls[0][1])
+        for future in pending:
+            future.result()
