@@ -67,3 +67,27 @@ def test_threads_from_the_environment(monkeypatch):
     assert graphopt.compile(chain((4,), (4,))).threads == 3
     with pytest.raises(graphopt.GraphoptError, match="threads must be at least 1"):
         graphopt.compile(chain((4,), (4,)), threads=0)
+
+
+def softmax_then_matmul(rows: int):
+    b = GraphBuilder()
+    x, w = b.input("x", (rows, 96)), b.input("w", (96, 40))
+    return b.finish(b.relu(b.matmul(b.softmax(x, axis=-1), w)), b.layer_norm(x, b.constant(np.full(96, 1.5, np.float32)), b.constant(np.zeros(96, np.float32))))
+
+
+@pytest.mark.parametrize("rows", [1024, 1025])
+def test_row_local_reductions_and_matmul_split(rows):
+    module = softmax_then_matmul(rows)
+    rng = np.random.default_rng(1)
+    inputs = [rng.standard_normal((rows, 96)).astype(np.float32), rng.standard_normal((96, 40)).astype(np.float32)]
+    exe = graphopt.compile(module, threads=2)
+    assert [bool(step.kernel.chunks) for step in exe.steps] == [True, True, True]
+    for got, want in zip(exe(*inputs), graphopt.interpret(module, *inputs), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
+
+def test_reduction_over_rows_does_not_split():
+    b = GraphBuilder()
+    x = b.input("x", (4096, 64))
+    exe = graphopt.compile(b.finish(b.reduce_sum(x, axes=[0])), threads=2)
+    assert only_step(exe).kernel.chunks == []

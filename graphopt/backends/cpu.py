@@ -16,7 +16,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 
 from graphopt.backends import Backend, Kernel
-from graphopt.backends.costs import machine
+from graphopt.backends.costs import group_work, machine
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy
 from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, Unsupported, lower_group
@@ -26,8 +26,9 @@ from graphopt.lowering.row_split import RowSplit, row_chunk_kernel, row_split
 ALIGNMENT = 16
 """Kernel arguments are assumed 16-byte aligned: what NumPy's allocator gives every array."""
 
-PARALLEL_MIN_ELEMENTS = 1 << 16
-"""Smaller kernels run on one thread: splitting them costs more than it saves."""
+PARALLEL_MIN_WORK = 1 << 17
+"""Kernels doing less (flops, or 4-byte elements moved) run on one thread: splitting them
+costs more than it saves."""
 
 CONTRACTION_SHARE_OF_BLAS = 0.3
 """Our matmul/conv loops reach about this share of NumPy's BLAS rate (benchmarks/cpu_codegen.py)."""
@@ -47,7 +48,10 @@ class CpuBackend(Backend):
 
     def compile(self, groups: Sequence[Operation], threads: int) -> list[Kernel]:
         pool = ThreadPoolExecutor(threads - 1) if threads > 1 else None
-        plans = [KernelPlan(self._lower(group, f"kernel_{i}"), threads) for i, group in enumerate(groups)]
+        plans = [
+            KernelPlan(self._lower(group, f"kernel_{i}"), threads if _worth_splitting(group) else 1)
+            for i, group in enumerate(groups)
+        ]
         functions = [f for plan in plans for f in plan.functions()]
         compiled = compile_module(ModuleOp(functions), alignment=ALIGNMENT)
         return [plan.bind(compiled, pool) for plan in plans]
@@ -65,6 +69,11 @@ class CpuBackend(Backend):
         return lower_group(group, name)
 
 
+def _worth_splitting(group: Operation) -> bool:
+    work = group_work(group)
+    return max(work.flops, work.bytes // 4) >= PARALLEL_MIN_WORK
+
+
 class KernelPlan:
     """One group's kernel function, its constant arguments and its row chunks, before the JIT."""
 
@@ -78,9 +87,8 @@ class KernelPlan:
         ]
         self.split: RowSplit | None = None
         self.chunks: list[tuple[str, int]] = []
-        split = row_split(kernel)
-        outputs = sum(int(np.prod(t.get_shape())) for t in kernel.function_type.inputs.data[-1:])
-        if threads > 1 and split is not None and outputs >= PARALLEL_MIN_ELEMENTS and split.rows >= threads:
+        split = row_split(kernel) if threads > 1 else None
+        if split is not None and split.rows >= threads:
             self.split = split
             base, extra = divmod(split.rows, threads)
             sizes = [base + (i < extra) for i in range(threads)]
