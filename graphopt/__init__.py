@@ -11,6 +11,7 @@ from graphopt.builder import GraphBuilder
 from graphopt.compiler import Executable, compile
 from graphopt.errors import GraphoptError
 from graphopt.interpreter import interpret
+from graphopt.onnx_import import from_onnx
 from graphopt.parsing import parse
 
-__all__ = ["Executable", "GraphBuilder", "GraphoptError", "compile", "interpret", "parse"]
+__all__ = ["Executable", "GraphBuilder", "GraphoptError", "compile", "from_onnx", "interpret", "parse"]

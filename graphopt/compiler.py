@@ -37,6 +37,7 @@ from graphopt.lowering.graph_to_linalg import single_op_kernel_name
 from graphopt.lowering.jit import aligned_array, aligned_empty
 from graphopt.parsing import make_context
 from graphopt.transforms.fuse import FusePass
+from graphopt.transforms.partition import PartitionPass
 
 ALIGNMENT = 16
 """Arrays handed to kernels are C-contiguous and 16-byte aligned (NumPy's allocator gives it)."""
@@ -62,6 +63,7 @@ def compile(
     fuse: bool = True,
     entry: str = "main",
     threads: int | None = None,
+    search: str = "greedy",
 ) -> Executable:
     """Compile `module`'s `entry` function; see the module docstring."""
     for name in backends:
@@ -69,6 +71,7 @@ def compile(
     module = module.clone()
     if fuse:
         FusePass().apply(make_context(), module)
+        PartitionPass(backends=tuple(backends), search=search).apply(make_context(), module)
     if threads is None:
         threads = int(os.environ.get("GRAPHOPT_THREADS", os.cpu_count() or 1))
     if threads < 1:

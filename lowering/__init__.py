@@ -41,6 +41,18 @@ def _convert_cf_to_llvm() -> type[ModulePass]:
     return ConvertCfToLLVMPass
 
 
+def _convert_graph_to_cuda() -> type[ModulePass]:
+    from graphopt.lowering.graph_to_cuda import ConvertGraphToCudaPass
+
+    return ConvertGraphToCudaPass
+
+
+def _convert_cuda_to_nvvm() -> type[ModulePass]:
+    from graphopt.lowering.convert_cuda_to_nvvm import ConvertCudaToNVVMPass
+
+    return ConvertCudaToNVVMPass
+
+
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """graphopt's lowering passes by name, imported lazily (as xDSL does for its own)."""
     return {
@@ -50,4 +62,6 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "convert-memref-to-llvm": _convert_memref_to_llvm,
         "convert-func-to-llvm": _convert_func_to_llvm,
         "convert-cf-to-llvm": _convert_cf_to_llvm,
+        "convert-graph-to-cuda": _convert_graph_to_cuda,
+        "convert-cuda-to-nvvm": _convert_cuda_to_nvvm,
     }

@@ -8,6 +8,8 @@
     graph-opt in.mlir --fuse --lower-to-linalg     # the kernels (func + linalg on memrefs)
     graph-opt in.mlir --fuse --lower-to-llvm       # the kernels in the llvm dialect
     graph-opt in.mlir --fuse -t llvm               # the kernels' LLVM IR after O3 for this CPU
+    graph-opt in.mlir --fuse --partition -t dot -o groups.svg   # groups coloured by backend (Graphviz)
+    graph-opt in.mlir --fuse --partition=backends=cuda -t ptx   # the CUDA kernels' PTX (-t 'ptx{arch=sm_90}')
 
 Every pass in `PASS_FLAGS` also has a flag that runs it before the `-p` pipeline:
 `--NAME` is `-p NAME`, `--NAME=opt=val,opt2=val` is `-p 'NAME{opt=val opt2=val}'`.
@@ -19,30 +21,44 @@ Bad input (malformed text, failed verification, unknown pass, missing file) give
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
+import shutil
+import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO
 
 from xdsl.context import Context
+from xdsl.passes import PassPipeline
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from graphopt.compiler import ALIGNMENT
+from graphopt.dialects.cuda import Cuda
+from graphopt.dialects import graph
 from graphopt.dialects.graph import Graph
 from graphopt.errors import GraphoptError
 from graphopt.lowering import get_all_passes as get_lowering_passes
+from graphopt.lowering.graph_to_cuda import ConvertGraphToCudaPass
 from graphopt.lowering.graph_to_linalg import ConvertGraphToLinalgPass
 from graphopt.lowering.jit import optimized_llvm_ir
+from graphopt.lowering.ptx import DEFAULT_ARCH, ptx
 from graphopt.lowering.to_llvm import to_llvm_passes
 from graphopt.parsing import LocatedParser, format_parse_error, verify_located
 from graphopt.transforms import get_all_passes
+from graphopt.transforms.partition import Dataflow, PartitionPass
 
-PASS_FLAGS: dict[str, str] = {"fuse": "group ops into graph.fused regions (options as for -p fuse{...})"}
+PASS_FLAGS: dict[str, str] = {
+    "fuse": "group ops into graph.fused regions (options as for -p fuse{...})",
+    "partition": "put every group on a backend (options as for -p partition{...}, e.g. backends=cpu,blas,search=cost)",
+}
 """Passes that get a shorthand flag `--NAME[=opt=val,...]`, by pass name, with the flag's help."""
 
 TO_KERNELS = ConvertGraphToLinalgPass.name
@@ -87,6 +103,16 @@ def shorthand_pass_spec(pass_name: str, options: str) -> str:
     return pass_name + "{" + " ".join(OPTION_SEPARATOR.split(options)) + "}"
 
 
+def with_partition_report(pipeline: PassPipeline) -> PassPipeline:
+    """`pipeline` with `report=true` on its partition passes, or with `partition{report=true}`
+    after its graph-level passes when it has none."""
+    passes = [dataclasses.replace(p, report=True) if isinstance(p, PartitionPass) else p for p in pipeline.passes]
+    if not any(isinstance(p, PartitionPass) for p in passes):
+        graph_level = [i for i, p in enumerate(passes) if p.name in get_all_passes()]
+        passes.insert(graph_level[-1] + 1 if graph_level else 0, PartitionPass(report=True))
+    return dataclasses.replace(pipeline, passes=tuple(passes))
+
+
 class PrependPass(argparse.Action):
     """`--NAME[=options]`: queue pass NAME, in command-line order, before the `-p` pipeline."""
 
@@ -110,6 +136,80 @@ class OptimizedLLVMTarget(Target):
         output.write(optimized_llvm_ir(module, ALIGNMENT))
 
 
+@dataclass(frozen=True)
+class PTXTarget(Target):
+    """`-t ptx` (or `-t 'ptx{arch=sm_90}'`): the PTX of the module's CUDA kernels.
+
+    A module still at graph level is lowered to kernels first (convert-graph-to-cuda: every
+    compile-mode group and single op of @main not partitioned to another backend).
+    """
+
+    name = "ptx"
+
+    arch: str = DEFAULT_ARCH
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        if any(op.dialect_name() == Graph.name for op in module.walk()):
+            ConvertGraphToCudaPass().apply(ctx, module)
+        output.write(ptx(module, self.arch))
+
+
+BACKEND_COLOURS: dict[str | None, str] = {
+    "cpu": "#cfe2ff", "blas": "#d1e7dd", "cuda": "#fff3cd", "reference": "#e2e3e5", None: "#ffffff",
+}
+"""Fill colour of a group's cluster by its backend (None: not placed); other backends get OTHER_COLOUR."""
+OTHER_COLOUR = "#f8d7da"
+PICTURE_FORMATS = (".svg", ".png")
+"""Output suffixes that `-t dot` renders with Graphviz's `dot` instead of writing DOT text."""
+
+
+def module_to_dot(module: ModuleOp) -> str:
+    """Graphviz DOT of each function: ops as boxes, every group a cluster coloured by its
+    backend, arguments and results as ellipses, dataflow edges (seen through the groups)."""
+    lines = ["digraph graphopt {", '  node [shape=box, style="rounded,filled", fillcolor=white, fontname="monospace"];']
+    for function in (f for f in module.walk() if isinstance(f, FuncOp) and f.body.blocks):
+        name = function.sym_name.data
+        flow = Dataflow(function.body.block)
+        ids = {v: f"{name}_arg{i}" for i, v in enumerate(function.body.block.args)}
+        ids.update((r, f"{name}_op{i}") for i, op in enumerate(flow.nodes) for r in op.results)
+        lines.append(f'  subgraph "cluster_{name}" {{ label="@{name}";')
+        lines += [f'    {ids[v]} [shape=ellipse, label="%{v.name_hint or i}"];' for i, v in enumerate(function.body.block.args)]
+        for unit in flow.units:
+            box = [f'      {name}_op{i} [label="{flow.nodes[i].name.removeprefix("graph.")}"];' for i in sorted(unit.nodes)]
+            if isinstance(unit.top, graph.FusedOp):
+                backend = unit.top.backend.data if unit.top.backend else None
+                label = unit.top.group_name.data + (f" ({backend})" if backend else "")
+                colour = BACKEND_COLOURS.get(backend, OTHER_COLOUR)
+                cluster = f"cluster_{name}_{unit.top.group_name.data}"
+                box = [f'    subgraph "{cluster}" {{ label="{label}"; style=filled; fillcolor="{colour}";', *box, "    }"]
+            lines += box
+        lines.append(f'    {name}_return [shape=ellipse, label="return"];')
+        lines.append("  }")
+        for i, op in enumerate(flow.nodes):
+            sources = dict.fromkeys(ids[v] for v in map(flow.flat, op.operands) if v in ids)
+            lines += [f"  {source} -> {name}_op{i};" for source in sources]
+        lines += [f"  {ids[v]} -> {name}_return;" for v in dict.fromkeys(flow.returned) if v in ids]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class GraphvizTarget(Target):
+    """`-t dot`: the module as a Graphviz graph (`module_to_dot`); `-o out.svg` or `out.png`
+    renders it with Graphviz's `dot`, which must then be on PATH."""
+
+    name = "dot"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        output.write(module_to_dot(module))
+
+
+def render_picture(path: str) -> None:
+    """Replace the DOT text in `path` (.svg or .png) by the picture Graphviz draws of it."""
+    dot = Path(path).read_text()
+    subprocess.run([shutil.which("dot"), f"-T{Path(path).suffix[1:]}", "-o", path], input=dot.encode(), check=True)
+
+
 class GraphOptMain(xDSLOptMain):
     """xdsl-opt with the graph dialect, graphopt's passes and located verifier errors."""
 
@@ -121,6 +221,7 @@ class GraphOptMain(xDSLOptMain):
     def register_all_dialects(self):
         super().register_all_dialects()
         self.ctx.register_dialect(Graph.name, lambda: Graph)
+        self.ctx.register_dialect(Cuda.name, lambda: Cuda)
 
     def register_all_passes(self):
         super().register_all_passes()
@@ -130,6 +231,8 @@ class GraphOptMain(xDSLOptMain):
     def register_all_targets(self):
         """xDSL's targets, but `llvm` is graphopt's (xDSL's prints llvm-dialect modules unoptimized)."""
         self.available_targets[OptimizedLLVMTarget.name] = lambda: OptimizedLLVMTarget
+        self.available_targets[GraphvizTarget.name] = lambda: GraphvizTarget
+        self.available_targets[PTXTarget.name] = lambda: PTXTarget
         super().register_all_targets()
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
@@ -139,6 +242,10 @@ class GraphOptMain(xDSLOptMain):
             arg_parser.add_argument(
                 f"--{pass_name}", dest=pass_name, nargs="?", metavar="OPT=VAL,...", action=PrependPass, help=help_text
             )
+        arg_parser.add_argument(
+            "--partition-report", action="store_true",
+            help="print the partition table on stderr (runs partition with its defaults if no pass does)",
+        )
         stages = arg_parser.add_mutually_exclusive_group()
         for flag, (pipeline, help_text) in STAGE_FLAGS.items():
             stages.add_argument(f"--{flag}", dest="stage", action="store_const", const=pipeline, help=help_text)
@@ -147,6 +254,17 @@ class GraphOptMain(xDSLOptMain):
         specs = [*self.args.shorthand_passes, self.args.passes, self.args.stage]
         self.args.passes = ",".join(spec for spec in specs if spec)
         super().setup_pipeline()
+        if self.args.partition_report:
+            self.pipeline = with_partition_report(self.pipeline)
+
+    def run(self):
+        """As xdsl-opt; `-t dot -o out.svg` (or .png) then renders the DOT text written."""
+        picture = self.args.target == GraphvizTarget.name and Path(self.args.output_file or "").suffix in PICTURE_FORMATS
+        if picture and shutil.which("dot") is None:
+            raise GraphoptError(f"rendering {self.args.output_file} needs Graphviz's `dot` on PATH; write a .dot file instead")
+        super().run()
+        if picture:
+            render_picture(self.args.output_file)
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
         """Parse with source locations and verify op by op, so verifier errors name file:line:col."""

@@ -29,6 +29,12 @@ def _unfuse() -> type[ModulePass]:
     return UnfusePass
 
 
+def _partition() -> type[ModulePass]:
+    from graphopt.transforms.partition import PartitionPass
+
+    return PartitionPass
+
+
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """graphopt's passes by name, imported lazily (as xDSL does for its own)."""
-    return {"fuse": _fuse, "outline": _outline, "inline-fused": _inline_fused, "unfuse": _unfuse}
+    return {"fuse": _fuse, "outline": _outline, "inline-fused": _inline_fused, "unfuse": _unfuse, "partition": _partition}

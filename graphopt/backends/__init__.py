@@ -78,10 +78,12 @@ def _load_builtin_and_plugins() -> None:
     if _loaded:
         return
     _loaded = True
+    from graphopt.backends.blas import BlasBackend
     from graphopt.backends.cpu import CpuBackend
+    from graphopt.backends.cuda import CudaBackend
     from graphopt.backends.reference import ReferenceBackend
 
-    for backend in (CpuBackend(), ReferenceBackend()):
+    for backend in (CpuBackend(), BlasBackend(), CudaBackend(), ReferenceBackend()):
         _registry.setdefault(backend.name, backend)
     for entry in entry_points(group="graphopt.backends"):
         backend = entry.load()()

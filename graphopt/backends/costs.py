@@ -37,6 +37,11 @@ def _nbytes(value) -> int:
     return int(np.prod(value.type.get_shape(), dtype=np.int64)) * numpy_dtype(value.type.get_element_type()).itemsize
 
 
+def values_bytes(values) -> int:
+    """Bytes of the tensors `values` (SSA values with static shapes)."""
+    return sum(_nbytes(v) for v in values)
+
+
 def _elements(value) -> int:
     return int(np.prod(value.type.get_shape(), dtype=np.int64))
 
@@ -86,6 +91,13 @@ class MachineRates:
         work = group_work(group)
         compute = work.contraction_flops / contraction_rate + (work.flops - work.contraction_flops) / self.vector_flops
         return max(work.bytes / self.bandwidth, compute) + self.kernel_overhead
+
+    def library_time(self, anchor: Operation, extra_bytes: int = 0) -> float:
+        """One library call computing `anchor` at the BLAS rate, plus `extra_bytes` of memory
+        passes around it (an im2col copy, an epilogue applied in place)."""
+        _, contraction = op_flops(anchor)
+        moved = values_bytes([*anchor.operands, *anchor.results])
+        return max(moved / self.bandwidth, contraction / self.blas_flops) + extra_bytes / self.bandwidth + self.kernel_overhead
 
     def numpy_time(self, group: Operation) -> float:
         """Op by op in NumPy: each op moves its own operands and results."""

@@ -1,0 +1,752 @@
+"""Import ONNX models (opsets 9 to 21) into the graph dialect.
+
+    module = graphopt.from_onnx("model.onnx")                            # static input shapes
+    module = graphopt.from_onnx(model_proto, shapes={"x": (1, 3, 224, 224)})
+
+Each ONNX op has one converter in `CONVERTERS`, which appends graph ops through a
+`GraphBuilder`. Initializers and `Constant` outputs stay NumPy arrays until an op needs them
+as operands (then they become `graph.constant`), and a node whose inputs are all known at
+import is folded: its converter runs on a scratch builder and the interpreter evaluates it.
+So shape computations (Shape, Gather, Concat, Unsqueeze, Reshape targets, ...) vanish.
+Anything unsupported raises one GraphoptError naming the op type, the node and what is missing.
+`onnx` is imported on first use, so that `import graphopt` does not pay for it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from graphopt.builder import GraphBuilder
+from graphopt.dialects.attributes import element_type_of, numpy_dtype
+from graphopt.errors import GraphoptError
+from graphopt.interpreter import interpret
+
+if TYPE_CHECKING:
+    import onnx
+
+MIN_OPSET, MAX_OPSET = 9, 21
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+Tensor = SSAValue | np.ndarray
+"""A value during import: in the graph being built, or known now (initializer or folded)."""
+
+
+def from_onnx(path_or_model, shapes: dict[str, Sequence[int]] | None = None) -> ModuleOp:
+    """The graph-dialect module (`@main`) of an ONNX model: a path, serialized bytes or a ModelProto.
+
+    `shapes` gives the full shape of inputs that have dynamic (symbolic or unknown) dimensions.
+    """
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        raise GraphoptError('ONNX import needs the onnx package: pip install "graphopt[onnx]"') from None
+    model = _load(path_or_model)
+    return Importer(model.graph, _default_opset(model), dict(shapes or {})).run()
+
+
+def _load(path_or_model) -> onnx.ModelProto:
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    if isinstance(path_or_model, onnx.ModelProto):
+        return path_or_model
+    if isinstance(path_or_model, bytes):
+        return onnx.load_model_from_string(path_or_model)
+    path = Path(path_or_model)
+    if not path.is_file():
+        raise GraphoptError(f"{path}: no such file")
+    try:
+        return onnx.load(path)
+    except DecodeError:
+        raise GraphoptError(f"{path}: not an ONNX model (protobuf does not decode)") from None
+
+
+def _default_opset(model: onnx.ModelProto) -> int:
+    versions = [o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS]
+    opset = versions[0] if versions else 1
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        raise GraphoptError(f"ONNX opset {opset} is not supported (graphopt imports opsets {MIN_OPSET} to {MAX_OPSET})")
+    return opset
+
+
+# ----------------------------------------------------------------------------------------
+# The importer
+# ----------------------------------------------------------------------------------------
+
+
+class Scope:
+    """ONNX values by name, and the builder whose graph ops hold the non-constant ones."""
+
+    def __init__(self, builder: GraphBuilder, values: dict[str, Tensor]):
+        self.builder = builder
+        self.values = values
+        self.materialized: dict[str, SSAValue] = {}
+
+    def ssa(self, name: str) -> SSAValue:
+        """The value as a graph operand; a constant becomes one graph.constant, shared by its uses."""
+        value = self.values[name]
+        if isinstance(value, SSAValue):
+            return value
+        if name not in self.materialized:
+            self.materialized[name] = self.builder.constant(value)
+        return self.materialized[name]
+
+
+class Importer:
+    """Converts one ONNX graph, node by node, into the function @main."""
+
+    def __init__(self, graph: onnx.GraphProto, opset: int, shapes: dict[str, Sequence[int]]):
+        self.graph = graph
+        self.opset = opset
+        self.shapes = shapes
+        from onnx import numpy_helper
+
+        initializers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+        self.scope = Scope(GraphBuilder(), dict(initializers))
+        self.used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
+
+    def run(self) -> ModuleOp:
+        self._add_inputs()
+        for index, node in enumerate(self.graph.node):
+            self._convert(node, index)
+        missing = [o.name for o in self.graph.output if o.name not in self.scope.values]
+        if missing:
+            raise GraphoptError(f"graph output '{missing[0]}' is not produced by any node")
+        results = [self.scope.ssa(o.name) for o in self.graph.output]
+        return self.scope.builder.finish(*results)
+
+    def _add_inputs(self) -> None:
+        inputs = [i for i in self.graph.input if i.name not in self.scope.values]
+        unknown = sorted(set(self.shapes) - {i.name for i in inputs})
+        if unknown:
+            raise GraphoptError(
+                f"shape given for '{unknown[0]}', which is not an input of the model "
+                f"(inputs: {', '.join(i.name for i in inputs)})"
+            )
+        for graph_input in inputs:
+            shape = self._input_shape(graph_input)
+            dtype = _element_type(graph_input.type.tensor_type.elem_type, f"input '{graph_input.name}'")
+            self.scope.values[graph_input.name] = self.scope.builder.input(_name_hint(graph_input.name), shape, dtype)
+
+    def _input_shape(self, graph_input: onnx.ValueInfoProto) -> tuple[int, ...]:
+        name = graph_input.name
+        if not graph_input.type.HasField("tensor_type"):
+            raise GraphoptError(f"input '{name}' is not a tensor; graphopt imports tensor inputs only")
+        tensor_type = graph_input.type.tensor_type
+        if not tensor_type.HasField("shape"):
+            if name in self.shapes:
+                return tuple(self.shapes[name])
+            raise GraphoptError(f"input '{name}' has an unknown rank; give its shape (--shape {name}=d0,d1,...)")
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim]
+        if name not in self.shapes:
+            for axis, (dim, proto) in enumerate(zip(dims, tensor_type.shape.dim)):
+                if dim is None:
+                    label = f" ('{proto.dim_param}')" if proto.dim_param else ""
+                    raise GraphoptError(
+                        f"input '{name}' has a dynamic dimension {axis}{label}; give its shape "
+                        f"(shapes={{'{name}': (...)}}, or --shape {name}=d0,d1,...)"
+                    )
+            return tuple(dims)
+        given = tuple(int(d) for d in self.shapes[name])
+        if len(given) != len(dims) or any(d is not None and d != g for d, g in zip(dims, given)):
+            shown = ",".join("?" if d is None else str(d) for d in dims)
+            raise GraphoptError(f"shape {list(given)} given for input '{name}' does not match its shape [{shown}]")
+        return given
+
+    def _convert(self, node: onnx.NodeProto, index: int) -> None:
+        where = f"{node.op_type} node '{node.name or f'#{index}'}'"
+        converter = CONVERTERS.get(node.op_type) if node.domain in DEFAULT_DOMAINS else None
+        if converter is None:
+            domain = f" of domain '{node.domain}'" if node.domain not in DEFAULT_DOMAINS else ""
+            raise GraphoptError(f"{where}: unsupported op type {node.op_type}{domain} (no converter in graphopt)")
+        for attribute in node.attribute:
+            if attribute.name not in converter.attributes:
+                raise GraphoptError(f"{where}: unsupported attribute '{attribute.name}'")
+        for name in node.input:
+            if name and name not in self.scope.values:
+                raise GraphoptError(f"{where}: input '{name}' is not defined before the node")
+        present = [self.scope.values[name] for name in node.input if name]
+        foldable = bool(present) and all(isinstance(v, np.ndarray) for v in present)
+        results = self._fold(node, converter, where) if foldable else self._run(node, converter, self.scope, where)
+        for position, name in enumerate(node.output):
+            if position < len(results):
+                self.scope.values[name] = results[position]
+                if isinstance(results[position], SSAValue) and results[position].name_hint is None:
+                    results[position].name_hint = _name_hint(name)
+            elif name in self.used:
+                supported = f"only the first {len(results)}"
+                raise GraphoptError(f"{where}: output #{position} ('{name}') is not supported ({supported})")
+
+    def _run(self, node: onnx.NodeProto, converter: Converter, scope: Scope, where: str) -> list[Tensor]:
+        try:
+            return converter.function(Node(node, self.opset, scope, where))
+        except (VerifyException, ValueError) as e:
+            raise GraphoptError(f"{where}: {e}") from None
+
+    def _fold(self, node: onnx.NodeProto, converter: Converter, where: str) -> list[np.ndarray]:
+        """Run the converter on constants in a scratch function and evaluate it now."""
+        scope = Scope(GraphBuilder(), {name: self.scope.values[name] for name in node.input if name})
+        results = self._run(node, converter, scope, where)
+        computed = [r for r in results if isinstance(r, SSAValue)]
+        if not computed:
+            return results
+        values = iter(interpret(scope.builder.finish(*computed)))
+        return [next(values) if isinstance(r, SSAValue) else r for r in results]
+
+
+def _name_hint(onnx_name: str) -> str:
+    """An SSA name for an ONNX value name (characters MLIR does not allow become '_')."""
+    name = re.sub(r"[^A-Za-z0-9_$.-]", "_", onnx_name)
+    return name if re.match(r"[A-Za-z_$.-]", name) else f"v{name}"
+
+
+def _element_type(onnx_type: int, what: str) -> np.dtype:
+    """The NumPy dtype of an ONNX tensor element type that the graph dialect holds."""
+    from onnx import TensorProto, helper
+
+    name = TensorProto.DataType.Name(onnx_type)
+    try:
+        dtype = helper.tensor_dtype_to_np_dtype(onnx_type)
+        element_type_of(dtype)
+    except (ValueError, KeyError):
+        raise GraphoptError(f"{what}: element type {name} is not supported (f32, f64, f16, i64, i32, bool)") from None
+    return dtype
+
+
+# ----------------------------------------------------------------------------------------
+# What a converter sees of its node
+# ----------------------------------------------------------------------------------------
+
+REQUIRED = object()
+
+
+class Node:
+    """One ONNX node for its converter: inputs (graph values or constants), attributes, the builder."""
+
+    def __init__(self, node: onnx.NodeProto, opset: int, scope: Scope, where: str):
+        self.proto = node
+        self.opset = opset
+        self.scope = scope
+        self.b = scope.builder
+        self.where = where
+        self.attributes = {a.name: _attribute_value(a) for a in node.attribute}
+
+    def unsupported(self, what: str) -> GraphoptError:
+        return GraphoptError(f"{self.where}: {what}")
+
+    def attr(self, name: str, default=REQUIRED):
+        if name in self.attributes:
+            return self.attributes[name]
+        if default is REQUIRED:
+            raise self.unsupported(f"missing required attribute '{name}'")
+        return default
+
+    def has(self, index: int) -> bool:
+        """Whether optional input `index` is given."""
+        return index < len(self.proto.input) and bool(self.proto.input[index])
+
+    def __call__(self, index: int) -> SSAValue:
+        """Input `index` as a graph operand."""
+        self.raw(index)
+        return self.scope.ssa(self.proto.input[index])
+
+    def inputs(self) -> list[SSAValue]:
+        return [self(i) for i in range(len(self.proto.input)) if self.has(i)]
+
+    def raw(self, index: int) -> Tensor:
+        """Input `index` as it is: a graph value, or a NumPy array when known at import."""
+        if not self.has(index):
+            raise self.unsupported(f"missing required input #{index}")
+        return self.scope.values[self.proto.input[index]]
+
+    def constant(self, index: int, what: str, default=REQUIRED) -> np.ndarray:
+        """Input `index`, which must be known at import (an initializer or a folded computation)."""
+        if not self.has(index):
+            if default is REQUIRED:
+                raise self.unsupported(f"missing required input #{index} ({what})")
+            return default
+        value = self.raw(index)
+        if not isinstance(value, np.ndarray):
+            raise self.unsupported(f"input #{index} ({what}) must be a constant known at import")
+        return value
+
+    def attr_or_input(self, name: str, index: int, default=REQUIRED):
+        """An operand given as attribute `name` (older opsets) or as constant input `index` (newer)."""
+        if name in self.attributes:
+            return self.attributes[name]
+        if self.has(index):
+            return self.constant(index, name).tolist()
+        if default is REQUIRED:
+            raise self.unsupported(f"missing '{name}' (an attribute, or input #{index} in newer opsets)")
+        return default
+
+    def shape(self, index: int) -> tuple[int, ...]:
+        value = self.raw(index)
+        return value.shape if isinstance(value, np.ndarray) else tuple(value.type.get_shape())
+
+    def transformed(self, index: int, at_import: Callable[[np.ndarray], np.ndarray],
+                    in_graph: Callable[[SSAValue], SSAValue]) -> SSAValue:
+        """Input `index` transformed: by NumPy at import when it is a constant, else by graph ops."""
+        value = self.raw(index)
+        return self.b.constant(at_import(value)) if isinstance(value, np.ndarray) else in_graph(value)
+
+    def dtype(self, index: int) -> np.dtype:
+        value = self.raw(index)
+        return value.dtype if isinstance(value, np.ndarray) else numpy_dtype(value.type.get_element_type())
+
+    def converted(self, index: int, dtype: np.dtype) -> SSAValue:
+        """Input `index` as element type `dtype` (an exponent of Pow, which may differ from the base's)."""
+        if self.dtype(index) == dtype:
+            return self(index)
+        return self.transformed(index, lambda value: value.astype(dtype), lambda value: self.b.cast(value, dtype))
+
+    def scalar(self, value: float, like: SSAValue) -> SSAValue:
+        """A rank-0 constant of `like`'s element type."""
+        return self.b.constant(np.asarray(value, numpy_dtype(like.type.get_element_type())))
+
+
+def _attribute_value(attribute: onnx.AttributeProto):
+    from onnx import TensorProto, helper, numpy_helper
+
+    value = helper.get_attribute_value(attribute)
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, TensorProto):
+        return numpy_helper.to_array(value)
+    return value
+
+
+@dataclass(frozen=True)
+class Converter:
+    function: Callable[[Node], list[Tensor]]
+    attributes: frozenset[str]
+
+
+CONVERTERS: dict[str, Converter] = {}
+"""ONNX op type -> its converter and the attributes it understands."""
+
+
+def converts(*op_types: str, attributes: Sequence[str] = ()):
+    """Register the decorated function as the converter of `op_types`."""
+
+    def register(function: Callable[[Node], list[Tensor]]):
+        for op_type in op_types:
+            CONVERTERS[op_type] = Converter(function, frozenset(attributes))
+        return function
+
+    return register
+
+
+# ----------------------------------------------------------------------------------------
+# Elementwise
+# ----------------------------------------------------------------------------------------
+
+UNARY_OPS = {
+    "Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Erf": "erf", "Exp": "exp", "Log": "log",
+    "Sqrt": "sqrt", "Reciprocal": "reciprocal", "Neg": "neg", "Abs": "abs",
+}  # fmt: skip
+BINARY_OPS = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Max": "max", "Min": "min"}
+INTEGER_FOLDS = {
+    "Div": lambda a, b: np.trunc(a / b).astype(a.dtype),
+    "Pow": lambda a, b: np.power(a, b).astype(a.dtype),
+}
+"""Integer Div and Pow of constants (shape arithmetic), which graph.div and graph.pow refuse."""
+
+
+@converts(*UNARY_OPS)
+def unary(node: Node) -> list[Tensor]:
+    return [getattr(node.b, UNARY_OPS[node.proto.op_type])(node(0))]
+
+
+@converts("LeakyRelu", attributes=["alpha"])
+def leaky_relu(node: Node) -> list[Tensor]:
+    return [node.b.leaky_relu(node(0), alpha=node.attr("alpha", 0.01))]
+
+
+@converts("Gelu", attributes=["approximate"])
+def gelu(node: Node) -> list[Tensor]:
+    return [node.b.gelu(node(0), approximate=node.attr("approximate", "none"))]
+
+
+@converts("Clip", attributes=["min", "max"])
+def clip(node: Node) -> list[Tensor]:
+    low, high = (node.attr_or_input(name, index, None) for name, index in (("min", 1), ("max", 2)))
+    return [node.b.clip(node(0), min=low, max=high)]
+
+
+@converts(*BINARY_OPS, "Sum", "Mean")
+def elementwise(node: Node) -> list[Tensor]:
+    """Binary ops broadcast like NumPy; Max, Min, Sum and Mean take any number of inputs."""
+    op_type = node.proto.op_type
+    values = [node.raw(i) for i in range(len(node.proto.input)) if node.has(i)]
+    if op_type in INTEGER_FOLDS and all(isinstance(v, np.ndarray) and v.dtype.kind in "iu" for v in values):
+        return [INTEGER_FOLDS[op_type](*values)]
+    graph_op = getattr(node.b, BINARY_OPS.get(op_type, "add"))
+    operands = [node(0), node.converted(1, node.dtype(0))] if op_type == "Pow" else node.inputs()
+    result = operands[0]
+    for operand in operands[1:]:
+        result = graph_op(result, operand)
+    if op_type == "Mean":
+        result = node.b.div(result, node.scalar(len(operands), like=result))
+    return [result]
+
+
+@converts("Cast", attributes=["to", "saturate"])
+def cast(node: Node) -> list[Tensor]:
+    dtype = _element_type(node.attr("to"), node.where)
+    x = node(0)
+    return [x if element_type_of(dtype) == x.type.get_element_type() else node.b.cast(x, dtype)]
+
+
+@converts("Identity")
+def identity(node: Node) -> list[Tensor]:
+    return [node.raw(0)]
+
+
+@converts("Dropout", attributes=["ratio", "seed"])
+def dropout(node: Node) -> list[Tensor]:
+    """Inference: the input unchanged, and an all-true mask."""
+    if node.has(2) and node.constant(2, "training_mode").item():
+        raise node.unsupported("training_mode = true is not supported (inference only)")
+    return [node.raw(0), np.ones(node.shape(0), np.bool_)]
+
+
+# ----------------------------------------------------------------------------------------
+# Constants and shapes (known at import)
+# ----------------------------------------------------------------------------------------
+
+CONSTANT_ATTRIBUTES: dict[str, Callable[[object], np.ndarray]] = {
+    "value": np.asarray,
+    "value_float": lambda v: np.asarray(v, np.float32),
+    "value_floats": lambda v: np.asarray(v, np.float32),
+    "value_int": lambda v: np.asarray(v, np.int64),
+    "value_ints": lambda v: np.asarray(v, np.int64),
+}
+
+
+@converts("Constant", attributes=CONSTANT_ATTRIBUTES)
+def constant(node: Node) -> list[Tensor]:
+    ((name, value),) = node.attributes.items()
+    return [CONSTANT_ATTRIBUTES[name](value)]
+
+
+@converts("ConstantOfShape", attributes=["value"])
+def constant_of_shape(node: Node) -> list[Tensor]:
+    value = node.attr("value", np.zeros(1, np.float32))
+    return [np.full(node.constant(0, "shape").astype(np.int64), value.reshape(-1)[0], value.dtype)]
+
+
+@converts("Shape", attributes=["start", "end"])
+def shape(node: Node) -> list[Tensor]:
+    dims = node.shape(0)
+    return [np.asarray(dims[node.attr("start", 0) : node.attr("end", len(dims))], np.int64)]
+
+
+# ----------------------------------------------------------------------------------------
+# Data movement
+# ----------------------------------------------------------------------------------------
+
+
+@converts("Reshape", attributes=["allowzero"])
+def reshape(node: Node) -> list[Tensor]:
+    dims = node.shape(0)
+    target = [int(d) for d in node.constant(1, "shape")]
+    if not node.attr("allowzero", 0):
+        target = [dims[i] if d == 0 else d for i, d in enumerate(target)]
+    if -1 in target:
+        known = math.prod(d for d in target if d != -1)
+        target[target.index(-1)] = math.prod(dims) // known if known else 0
+    return [node.b.reshape(node(0), target)]
+
+
+@converts("Flatten", attributes=["axis"])
+def flatten(node: Node) -> list[Tensor]:
+    dims = node.shape(0)
+    axis = node.attr("axis", 1)
+    axis = axis + len(dims) if axis < 0 else axis
+    return [node.b.reshape(node(0), (math.prod(dims[:axis]), math.prod(dims[axis:])))]
+
+
+@converts("Squeeze", attributes=["axes"])
+def squeeze(node: Node) -> list[Tensor]:
+    dims = node.shape(0)
+    axes = node.attr_or_input("axes", 1, None)
+    squeezed = {a % len(dims) for a in axes} if axes is not None else {i for i, d in enumerate(dims) if d == 1}
+    if any(dims[a] != 1 for a in squeezed):
+        raise node.unsupported(f"cannot squeeze axes {sorted(squeezed)} of shape {list(dims)} (size is not 1)")
+    return [node.b.reshape(node(0), [d for i, d in enumerate(dims) if i not in squeezed])]
+
+
+@converts("Unsqueeze", attributes=["axes"])
+def unsqueeze(node: Node) -> list[Tensor]:
+    dims, axes = list(node.shape(0)), node.attr_or_input("axes", 1)
+    for axis in sorted(a % (len(dims) + len(axes)) for a in axes):
+        dims.insert(axis, 1)
+    return [node.b.reshape(node(0), dims)]
+
+
+@converts("Transpose", attributes=["perm"])
+def transpose(node: Node) -> list[Tensor]:
+    rank = len(node.shape(0))
+    return [node.b.transpose(node(0), perm=node.attr("perm", list(reversed(range(rank)))))]
+
+
+@converts("Concat", attributes=["axis"])
+def concat(node: Node) -> list[Tensor]:
+    return [node.b.concat(node.inputs(), axis=node.attr("axis"))]
+
+
+@converts("Gather", attributes=["axis"])
+def gather(node: Node) -> list[Tensor]:
+    return [node.b.gather(node(0), node(1), axis=node.attr("axis", 0))]
+
+
+def slice_axis(node: Node, x: SSAValue, axis: int, start: int, stop: int, step: int = 1) -> SSAValue:
+    """x[..., start:stop:step, ...] along `axis`, with ONNX/Python clamping; a negative step gathers."""
+    dims = x.type.get_shape()
+    indices = range(*slice(start, stop, step).indices(dims[axis]))
+    if step < 0:
+        return node.b.gather(x, node.b.constant(np.asarray(indices, np.int64)), axis=axis)
+    starts, ends, steps = [0] * len(dims), list(dims), [1] * len(dims)
+    starts[axis], ends[axis], steps[axis] = indices.start, max(indices.stop, indices.start), step
+    return node.b.slice(x, starts=starts, ends=ends, steps=steps)
+
+
+@converts("Slice", attributes=["starts", "ends", "axes"])
+def slice_(node: Node) -> list[Tensor]:
+    starts, ends = node.attr_or_input("starts", 1), node.attr_or_input("ends", 2)
+    axes = node.attr_or_input("axes", 3, list(range(len(starts))))
+    steps = node.attr_or_input("steps", 4, [1] * len(starts))
+    x = node(0)
+    for axis, start, end, step in zip(axes, starts, ends, steps):
+        if step == 0:
+            raise node.unsupported("a step of 0")
+        x = slice_axis(node, x, axis % len(node.shape(0)), start, end, step)
+    return [x]
+
+
+@converts("Split", attributes=["axis", "split", "num_outputs"])
+def split(node: Node) -> list[Tensor]:
+    dims = node.shape(0)
+    axis = node.attr("axis", 0) % len(dims)
+    sizes = node.attr_or_input("split", 1, None)
+    if sizes is None:
+        parts = node.attr("num_outputs", len(node.proto.output))
+        chunk = -(-dims[axis] // parts)
+        sizes = [min(chunk, dims[axis] - i * chunk) for i in range(parts)]
+    if sum(sizes) != dims[axis]:
+        raise node.unsupported(f"split sizes {sizes} do not add up to dimension {axis} of shape {list(dims)}")
+    offsets = np.cumsum([0, *sizes])
+    return [slice_axis(node, node(0), axis, int(begin), int(end)) for begin, end in itertools.pairwise(offsets)]
+
+
+@converts("Pad", attributes=["mode", "pads", "value"])
+def pad(node: Node) -> list[Tensor]:
+    """Constant padding; negative pads crop."""
+    if node.attr("mode", "constant") != "constant":
+        raise node.unsupported(f"mode '{node.attr('mode')}' is not supported (only 'constant')")
+    rank = len(node.shape(0))
+    given = node.attr_or_input("pads", 1)
+    axes = [a % rank for a in node.attr_or_input("axes", 3, range(rank))]
+    pads = [0] * (2 * rank)
+    for i, axis in enumerate(axes):
+        pads[axis], pads[rank + axis] = given[i], given[len(axes) + i]
+    value = np.asarray(node.attr_or_input("value", 2, 0.0)).reshape(-1)[0]
+    x = node.b.pad(node(0), pads=[max(p, 0) for p in pads], value=float(value))
+    for axis in range(rank):
+        if pads[axis] < 0 or pads[rank + axis] < 0:
+            size = x.type.get_shape()[axis]
+            x = slice_axis(node, x, axis, -min(pads[axis], 0), size + min(pads[rank + axis], 0))
+    return [x]
+
+
+# ----------------------------------------------------------------------------------------
+# Reductions and normalizations
+# ----------------------------------------------------------------------------------------
+
+REDUCE_OPS = {
+    "ReduceMean": "reduce_mean", "ReduceSum": "reduce_sum", "ReduceMax": "reduce_max", "ReduceMin": "reduce_min",
+}  # fmt: skip
+
+
+@converts(*REDUCE_OPS, attributes=["axes", "keepdims", "noop_with_empty_axes"])
+def reduce(node: Node) -> list[Tensor]:
+    axes = node.attr_or_input("axes", 1, [])
+    if not axes:
+        if node.attr("noop_with_empty_axes", 0):
+            return [node.raw(0)]
+        axes = list(range(len(node.shape(0))))
+    graph_op = getattr(node.b, REDUCE_OPS[node.proto.op_type])
+    return [graph_op(node(0), axes=axes, keepdims=bool(node.attr("keepdims", 1)))]
+
+
+@converts("GlobalAveragePool", "GlobalMaxPool")
+def global_pool(node: Node) -> list[Tensor]:
+    graph_op = node.b.reduce_mean if node.proto.op_type == "GlobalAveragePool" else node.b.reduce_max
+    return [graph_op(node(0), axes=list(range(2, len(node.shape(0)))), keepdims=True)]
+
+
+@converts("Softmax", "LogSoftmax", attributes=["axis"])
+def softmax(node: Node) -> list[Tensor]:
+    """Opset 13+: along `axis`; before: over the input flattened to 2-D at `axis` (default 1)."""
+    graph_op = node.b.softmax if node.proto.op_type == "Softmax" else node.b.log_softmax
+    dims = node.shape(0)
+    axis = node.attr("axis", -1 if node.opset >= 13 else 1) % len(dims)
+    if node.opset >= 13 or axis == len(dims) - 1:
+        return [graph_op(node(0), axis=axis)]
+    flat = node.b.reshape(node(0), (math.prod(dims[:axis]), math.prod(dims[axis:])))
+    return [node.b.reshape(graph_op(flat, axis=1), dims)]
+
+
+@converts("LayerNormalization", attributes=["axis", "epsilon", "stash_type"])
+def layer_norm(node: Node) -> list[Tensor]:
+    dims = node.shape(0)
+    axis = node.attr("axis", -1) % len(dims)
+    normalized = dims[axis:]
+    x = node(0)
+
+    def parameter(index: int, fill: float) -> SSAValue:
+        if not node.has(index):
+            return node.b.constant(np.full(normalized, fill, numpy_dtype(x.type.get_element_type())))
+        value = node(index)
+        return value if value.type.get_shape() == normalized else node.b.broadcast_to(value, normalized)
+
+    return [node.b.layer_norm(x, parameter(1, 1.0), parameter(2, 0.0), axis=axis, epsilon=node.attr("epsilon", 1e-5))]
+
+
+@converts("BatchNormalization", attributes=["epsilon", "momentum", "training_mode"])
+def batch_norm(node: Node) -> list[Tensor]:
+    if node.attr("training_mode", 0):
+        raise node.unsupported("training_mode = 1 is not supported (inference only)")
+    return [node.b.batch_norm(*node.inputs(), epsilon=node.attr("epsilon", 1e-5))]
+
+
+@converts("LRN", attributes=["alpha", "beta", "bias", "size"])
+def lrn(node: Node) -> list[Tensor]:
+    """x / (bias + alpha / size * (sum of x^2 over `size` neighbouring channels))^beta.
+
+    The channel window sum is a matmul with a band matrix of ones: [C, C] @ x^2 as [N, C, rest].
+    """
+    b, x = node.b, node(0)
+    dims, size = node.shape(0), node.attr("size")
+    channel = np.arange(dims[1])
+    offset = channel[None, :] - channel[:, None]
+    band = ((-((size - 1) // 2) <= offset) & (offset <= size // 2)).astype(numpy_dtype(x.type.get_element_type()))
+    squares = b.reshape(b.mul(x, x), (dims[0], dims[1], math.prod(dims[2:])))
+    window_sum = b.reshape(b.matmul(b.constant(band), squares), dims)
+    alpha_over_size = node.scalar(node.attr("alpha", 1e-4) / size, x)
+    scaled = b.add(node.scalar(node.attr("bias", 1.0), x), b.mul(window_sum, alpha_over_size))
+    return [b.div(x, b.pow(scaled, node.scalar(node.attr("beta", 0.75), x)))]
+
+
+# ----------------------------------------------------------------------------------------
+# Contractions and windows
+# ----------------------------------------------------------------------------------------
+
+
+@converts("MatMul")
+def matmul(node: Node) -> list[Tensor]:
+    """NumPy matmul; 1-D operands get a unit dimension that the result drops."""
+    b, a, c = node.b, node(0), node(1)
+    a_dims, c_dims = node.shape(0), node.shape(1)
+    if len(a_dims) >= 2 and len(c_dims) >= 2:
+        return [b.matmul(a, c)]
+    a = b.reshape(a, (1, *a_dims)) if len(a_dims) == 1 else a
+    c = b.reshape(c, (*c_dims, 1)) if len(c_dims) == 1 else c
+    product = b.matmul(a, c)
+    dims = list(product.type.get_shape())
+    drop = ([len(dims) - 2] if len(a_dims) == 1 else []) + ([len(dims) - 1] if len(c_dims) == 1 else [])
+    return [b.reshape(product, [d for i, d in enumerate(dims) if i not in drop])]
+
+
+@converts("Gemm", attributes=["alpha", "beta", "transA", "transB"])
+def gemm(node: Node) -> list[Tensor]:
+    """alpha * A' @ B' + beta * C, A' and B' optionally transposed."""
+    b = node.b
+
+    def operand(index: int, transposed: str) -> SSAValue:
+        if not node.attr(transposed, 0):
+            return node(index)
+        return node.transformed(index, np.transpose, lambda m: b.transpose(m, perm=[1, 0]))
+
+    y = b.matmul(operand(0, "transA"), operand(1, "transB"))
+    alpha, beta = node.attr("alpha", 1.0), node.attr("beta", 1.0)
+    if alpha != 1.0:
+        y = b.mul(y, node.scalar(alpha, y))
+    if node.has(2) and beta != 0.0:
+        scale = (lambda c: (c * beta).astype(c.dtype)), (lambda c: b.mul(c, node.scalar(beta, y)))
+        y = b.add(y, node(2) if beta == 1.0 else node.transformed(2, *scale))
+    return [y]
+
+
+def window_padding(node: Node, sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
+                   dilations: Sequence[int]) -> list[int]:
+    """[top, left, bottom, right] from `pads` or `auto_pad` (SAME_UPPER puts the odd pixel at the end)."""
+    auto_pad = node.attr("auto_pad", "NOTSET")
+    if auto_pad == "NOTSET":
+        return list(node.attr("pads", [0, 0, 0, 0]))
+    if auto_pad == "VALID":
+        return [0, 0, 0, 0]
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        raise node.unsupported(f"auto_pad '{auto_pad}' is not supported")
+    begins, ends = [], []
+    for size, k, s, d in zip(sizes, kernel, strides, dilations):
+        total = max((-(-size // s) - 1) * s + d * (k - 1) + 1 - size, 0)
+        small, large = total // 2, total - total // 2
+        begins.append(small if auto_pad == "SAME_UPPER" else large)
+        ends.append(large if auto_pad == "SAME_UPPER" else small)
+    return begins + ends
+
+
+def spatial_2d(node: Node) -> tuple[int, int]:
+    dims = node.shape(0)
+    if len(dims) != 4:
+        raise node.unsupported(f"only 2-D windows (4-D input [N, C, H, W]) are supported, got shape {list(dims)}")
+    return dims[2], dims[3]
+
+
+@converts("Conv", attributes=["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"])
+def conv(node: Node) -> list[Tensor]:
+    sizes = spatial_2d(node)
+    kernel = node.shape(1)[2:]
+    strides, dilations = node.attr("strides", [1, 1]), node.attr("dilations", [1, 1])
+    padding = window_padding(node, sizes, kernel, strides, dilations)
+    groups = node.attr("group", 1)
+    y = node.b.conv2d(node(0), node(1), strides=strides, dilations=dilations, padding=padding, groups=groups)
+    if node.has(2):
+        bias_shape = (node.shape(2)[0], 1, 1)
+        bias = node.transformed(2, lambda c: c.reshape(bias_shape), lambda c: node.b.reshape(c, bias_shape))
+        y = node.b.add(y, bias)
+    return [y]
+
+
+POOL_ATTRIBUTES = ["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides"]
+
+
+@converts("MaxPool", attributes=[*POOL_ATTRIBUTES, "storage_order"])
+@converts("AveragePool", attributes=[*POOL_ATTRIBUTES, "count_include_pad"])
+def pool(node: Node) -> list[Tensor]:
+    sizes = spatial_2d(node)
+    kernel, strides = node.attr("kernel_shape"), node.attr("strides", [1, 1])
+    if any(d != 1 for d in node.attr("dilations", [1, 1])):
+        raise node.unsupported(f"dilations {node.attr('dilations')} are not supported (only 1)")
+    padding = window_padding(node, sizes, kernel, strides, [1, 1])
+    if node.attr("ceil_mode", 0):
+        for axis, (size, k, s) in enumerate(zip(sizes, kernel, strides)):
+            if (size + padding[axis] + padding[axis + 2] - k) % s:
+                raise node.unsupported("ceil_mode = 1 is not supported where it rounds the output size up")
+    if node.proto.op_type == "MaxPool":
+        return [node.b.max_pool2d(node(0), kernel=kernel, strides=strides, padding=padding)]
+    include = bool(node.attr("count_include_pad", 0))
+    return [node.b.avg_pool2d(node(0), kernel=kernel, strides=strides, padding=padding, count_include_pad=include)]

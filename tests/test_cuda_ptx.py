@@ -1,0 +1,213 @@
+"""The CUDA path offline: every kernel kind lowered to PTX and validated by ptxas (sm_80, sm_90);
+the backend's errors without a GPU; on a GPU (marker `gpu`), every kind against the interpreter."""
+
+import shutil
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+from xdsl.context import Context
+
+import graphopt
+from graphopt.backends import get_backend
+from graphopt.backends.cuda import CudaBackend, CudaUnavailable, Device
+from graphopt.dialects.attributes import numpy_dtype
+from graphopt.errors import GraphoptError
+from graphopt.lowering.graph_to_cuda import ConvertGraphToCudaPass, lower_group_to_cuda, supports
+from graphopt.lowering.ptx import ptx
+from graphopt.transforms.fuse import FusePass
+
+
+def main(signature: str, body: str) -> str:
+    """`func.func @main(<signature> { <body> }`: the signature closes the argument list."""
+    return f"func.func @main({signature} {{\n{body}\n}}"
+
+
+KINDS: dict[str, tuple[str, set[str]]] = {
+    "elementwise": (main("%x: tensor<64x128xf32>, %b: tensor<128xf32>) -> tensor<64x128xf32>", """
+      %0 = graph.mul %x, %b : (tensor<64x128xf32>, tensor<128xf32>) -> tensor<64x128xf32>
+      %1 = graph.sigmoid %0 : tensor<64x128xf32>
+      %2 = graph.gelu %1 : tensor<64x128xf32>
+      %3 = graph.tanh %2 : tensor<64x128xf32>
+      func.return %3 : tensor<64x128xf32>"""), set()),
+    "injective": (main("%x: tensor<6x10xf32>, %y: tensor<10x4xf32>) -> tensor<12x10xf32>", """
+      %0 = graph.transpose %y {perm = array<i64: 1, 0>} : (tensor<10x4xf32>) -> tensor<4x10xf32>
+      %1 = graph.pad %0 {pads = array<i64: 1, 0, 1, 0>, value = 0.5 : f64} : (tensor<4x10xf32>) -> tensor<6x10xf32>
+      %2 = graph.concat %x, %1 {axis = 0 : i64} : (tensor<6x10xf32>, tensor<6x10xf32>) -> tensor<12x10xf32>
+      %3 = graph.exp %2 : tensor<12x10xf32>
+      func.return %3 : tensor<12x10xf32>"""), set()),
+    "gather_cast": (main("%x: tensor<9x16xf32>, %i: tensor<5xi64>) -> tensor<5x16xi32>", """
+      %0 = graph.gather %x, %i {axis = 0 : i64} : (tensor<9x16xf32>, tensor<5xi64>) -> tensor<5x16xf32>
+      %1 = graph.cast %0 : (tensor<5x16xf32>) -> tensor<5x16xi32>
+      func.return %1 : tensor<5x16xi32>"""), set()),
+    "reduce_sum": (main("%x: tensor<32x300xf32>) -> tensor<32xf32>", """
+      %0 = graph.reduce_sum %x {axes = array<i64: 1>} : (tensor<32x300xf32>) -> tensor<32xf32>
+      func.return %0 : tensor<32xf32>"""), {"bar.sync", "shfl.sync.down", ".shared"}),
+    "reduce_max_i32": (main("%x: tensor<4x8x50xi32>) -> tensor<4x1x1xi32>", """
+      %0 = graph.reduce_max %x {axes = array<i64: 1, 2>, keepdims = true} : (tensor<4x8x50xi32>) -> tensor<4x1x1xi32>
+      func.return %0 : tensor<4x1x1xi32>"""), {"bar.sync", "shfl.sync.down"}),
+    "reduce_mean_all": (main("%x: tensor<7x33xf32>) -> tensor<f32>", """
+      %0 = graph.reduce_mean %x {axes = array<i64: 0, 1>} : (tensor<7x33xf32>) -> tensor<f32>
+      func.return %0 : tensor<f32>"""), {"bar.sync", "shfl.sync.down"}),
+    "softmax_fused": (main("%x: tensor<16x1000xf32>) -> tensor<16x1000xf32>", """
+      %c = graph.constant dense<2.0> : tensor<f32>
+      %0 = graph.mul %x, %c : (tensor<16x1000xf32>, tensor<f32>) -> tensor<16x1000xf32>
+      %1 = graph.softmax %0 : (tensor<16x1000xf32>) -> tensor<16x1000xf32>
+      func.return %1 : tensor<16x1000xf32>"""), {"bar.sync", "shfl.sync.down", ".shared"}),
+    "log_softmax": (main("%x: tensor<3x5x40xf32>) -> tensor<3x5x40xf32>", """
+      %0 = graph.log_softmax %x : (tensor<3x5x40xf32>) -> tensor<3x5x40xf32>
+      func.return %0 : tensor<3x5x40xf32>"""), {"bar.sync", "shfl.sync.down"}),
+    "layer_norm": (main("%x: tensor<8x512xf32>, %g: tensor<512xf32>, %b: tensor<512xf32>) -> tensor<8x512xf32>", """
+      %0 = graph.layer_norm %x, %g, %b : (tensor<8x512xf32>, tensor<512xf32>, tensor<512xf32>) -> tensor<8x512xf32>
+      func.return %0 : tensor<8x512xf32>"""), {"bar.sync", "shfl.sync.down", ".shared"}),
+    "matmul": (main("%a: tensor<70x50xf32>, %b: tensor<50x33xf32>) -> tensor<70x33xf32>", """
+      %0 = graph.matmul %a, %b : (tensor<70x50xf32>, tensor<50x33xf32>) -> tensor<70x33xf32>
+      func.return %0 : tensor<70x33xf32>"""), {"bar.sync", ".shared", "ld.shared"}),
+    "batched_matmul_epilogue": (main("%a: tensor<3x20x24xf32>, %b: tensor<24x17xf32>, %c: tensor<17xf32>) -> tensor<3x20x17xf32>", """
+      %0 = graph.matmul %a, %b : (tensor<3x20x24xf32>, tensor<24x17xf32>) -> tensor<3x20x17xf32>
+      %1 = graph.add %0, %c : (tensor<3x20x17xf32>, tensor<17xf32>) -> tensor<3x20x17xf32>
+      %2 = graph.relu %1 : tensor<3x20x17xf32>
+      func.return %2 : tensor<3x20x17xf32>"""), {"bar.sync", ".shared", "ld.shared"}),
+}
+"""Kernel kind -> (module, PTX it must contain besides `.entry` and `ld.global`)."""
+
+ARCHS = ("sm_80", "sm_90")
+
+
+def fused(text: str):
+    module = graphopt.parse(text)
+    FusePass().apply(Context(), module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def kernels_ptx() -> dict[tuple[str, str], str]:
+    result = {}
+    for kind, (text, _) in KINDS.items():
+        module = fused(text)
+        ConvertGraphToCudaPass().apply(Context(), module)
+        for arch in ARCHS:
+            result[kind, arch] = ptx(module, arch)
+    return result
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_one_kernel_per_group_with_its_memory_ops(kind, kernels_ptx):
+    text = kernels_ptx[kind, "sm_80"]
+    assert text.count(".entry") == 1
+    for expected in {".target sm_80", "ld.global", *KINDS[kind][1]}:
+        assert expected in text, f"{kind}: no {expected} in\n{text}"
+
+
+def test_elementwise_kernels_have_no_barriers(kernels_ptx):
+    assert "bar.sync" not in kernels_ptx["elementwise", "sm_80"]
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on PATH")
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_ptxas_accepts(kind, arch, kernels_ptx, tmp_path):
+    source = tmp_path / f"{kind}.ptx"
+    source.write_text(kernels_ptx[kind, arch])
+    run = subprocess.run(["ptxas", f"-arch={arch}", str(source), "-o", str(tmp_path / "out.cubin")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.parametrize("body, reason", [
+    ("""%0 = graph.conv2d %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, groups = 1 : i64} : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x3x3xf32>""",
+     "convolution"),
+    ("""%0 = graph.reduce_sum %y {axes = array<i64: 0>} : (tensor<6x7xf32>) -> tensor<7xf32>""", "leading"),
+    ("""%0 = graph.sin %y : tensor<6x7xf32>""", "libdevice"),
+])
+def test_unsupported_groups_say_why(body, reason):
+    module = graphopt.parse(main("%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>, %y: tensor<6x7xf32>)", body + "\nfunc.return"))
+    op = next(op for op in module.walk() if op.name.startswith("graph.") and op.name != "graph.constant")
+    assert reason in supports(op)
+
+
+def test_launch_configuration():
+    module = graphopt.parse(KINDS["matmul"][0])
+    kernel = lower_group_to_cuda(next(op for op in module.walk() if op.name == "graph.matmul"), "mm")
+    assert (kernel.grid, kernel.block) == ((3, 5, 1), (16, 16, 1))
+    assert "cuda.launch @mm grid [3, 5, 1] block [16, 16, 1]" in str(kernel.launcher())
+
+
+# ----------------------------------------------------------------------------------------
+# Without a GPU
+# ----------------------------------------------------------------------------------------
+
+
+def gpu_unavailable_reason() -> str | None:
+    try:
+        Device()
+    except GraphoptError as e:
+        return str(e)
+    return None
+
+
+NO_GPU = gpu_unavailable_reason()
+
+
+@pytest.mark.skipif(NO_GPU is None, reason="a GPU is available")
+def test_compile_without_gpu_is_one_clear_error():
+    module = graphopt.parse(KINDS["elementwise"][0])
+    with pytest.raises(GraphoptError) as error:
+        graphopt.compile(module, backends=("cuda",))
+    message = str(error.value)
+    assert 'backend "cpu"' in message and "cuda-bindings" in message
+
+
+def test_no_driver_is_one_clear_error(monkeypatch):
+    """cuda-bindings without a driver: cuInit raises a RuntimeError subclass."""
+
+    class CUDARuntimeError(RuntimeError):
+        pass
+
+    def cu_init(flags):
+        raise CUDARuntimeError("CUDA_ERROR_NO_DEVICE: libcuda.so not found")
+
+    driver = types.SimpleNamespace(cuInit=cu_init)
+    bindings = types.ModuleType("cuda.bindings")
+    bindings.driver = driver
+    monkeypatch.setitem(sys.modules, "cuda", types.ModuleType("cuda"))
+    monkeypatch.setitem(sys.modules, "cuda.bindings", bindings)
+    monkeypatch.setitem(sys.modules, "cuda.bindings.driver", driver)
+    backend = CudaBackend()
+    for _ in range(2):  # the same error each time, no retry
+        with pytest.raises(CudaUnavailable, match='no CUDA driver .*use backend "cpu"'):
+            backend.compile([], 1)
+
+
+def test_supports_and_estimate_need_no_driver():
+    backend = get_backend("cuda")
+    module = graphopt.parse(KINDS["softmax_fused"][0])
+    op = next(op for op in module.walk() if op.name == "graph.softmax")
+    assert backend.supports(op) is None
+    if NO_GPU is not None:
+        assert 0 < backend.estimate(op) < 1e-3
+
+
+# ----------------------------------------------------------------------------------------
+# On a GPU
+# ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(NO_GPU is not None, reason=f"no GPU: {NO_GPU}")
+@pytest.mark.parametrize("kind", KINDS)
+def test_matches_the_interpreter_on_gpu(kind):
+    module = graphopt.parse(KINDS[kind][0])
+    main_function = next(op for op in module.walk() if op.name == "func.func")
+    rng = np.random.default_rng(0)
+    arrays = []
+    for arg in main_function.body.block.args:
+        dtype = numpy_dtype(arg.type.get_element_type())
+        shape = arg.type.get_shape()
+        arrays.append(rng.integers(-3, 3, shape).astype(dtype) if dtype.kind == "i" else rng.standard_normal(shape).astype(dtype))
+    expected = graphopt.interpret(module, *arrays)
+    got = graphopt.compile(module, backends=("cuda",))(*arrays)
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)

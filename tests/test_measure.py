@@ -1,0 +1,139 @@
+"""Measured costs and their on-disk cache: round trip, recovery, atomic writes, canonical keys."""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+from graphopt.dialects import graph
+from graphopt.transforms.fuse import FusePass
+from xdsl.dialects.builtin import StringAttr
+
+import graphopt
+from graphopt.backends import get_backend
+from graphopt.backends import measure as measuring
+from graphopt.backends.measure import (
+    CostCache,
+    canonical_text,
+    default_cache_path,
+    measure_all,
+    measured_cost,
+)
+from graphopt.parsing import make_context
+
+
+def mlp_group(rows: int = 8, x_name: str = "x", group_name: str | None = None) -> graph.FusedOp:
+    """The fused relu(x @ w + b) of a small MLP layer."""
+    b = graphopt.GraphBuilder()
+    x, w, bias = b.input(x_name, (rows, 16)), b.input("w", (16, 32)), b.input("bias", (32,))
+    module = b.finish(b.relu(b.add(b.matmul(x, w), bias)))
+    FusePass().apply(make_context(), module)
+    (group,) = [op for op in module.walk() if isinstance(op, graph.FusedOp)]
+    if group_name is not None:
+        group.attributes["name"] = StringAttr(group_name)
+    return group
+
+
+@pytest.fixture
+def counted(monkeypatch) -> list:
+    """Replace the timing by a fake (1 ms) that records each (backend name, group) measured."""
+    calls = []
+
+    def fake_measure(backend, group, repeat=10):
+        calls.append((backend.name, group))
+        return 1e-3
+
+    monkeypatch.setattr(measuring, "measure", fake_measure)
+    return calls
+
+
+def test_round_trip_measures_once(tmp_path, counted):
+    path, blas, group = tmp_path / "costs.json", get_backend("blas"), mlp_group()
+    assert measured_cost(blas, group, CostCache(path)) == 1e-3
+    assert measured_cost(blas, group, CostCache(path)) == 1e-3
+    assert measured_cost(blas, mlp_group(group_name="elsewhere"), CostCache(path)) == 1e-3
+    assert len(counted) == 1
+    data = json.loads(path.read_text())
+    assert data["format"] == measuring.FORMAT_VERSION and data["cpu"] == measuring.cpu_model()
+
+
+def test_real_measurement_is_a_positive_median(tmp_path):
+    cache = CostCache(tmp_path / "costs.json")
+    blas, cpu, group = get_backend("blas"), get_backend("cpu"), mlp_group()
+    assert 0 < measuring.measure(blas, group, repeat=3) < 1
+    costs = measure_all([(blas, group), (cpu, group), (blas, mlp_group(x_name="y"))], cache, quiet=True)
+    assert costs[0] == costs[2] and all(0 < c < 1 for c in costs)
+
+
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        ("{not json", "Expecting property name"),
+        ('{"format": 1, "cpu": "Imaginary CPU 9000", "costs": {}}', "measured on another CPU ('Imaginary CPU 9000'"),
+        ('{"format": 0, "cpu": "%s", "costs": {}}', "format 0, expected 1"),
+        ('["a list"]', "not a cost cache"),
+    ],
+)
+def test_corrupt_or_foreign_cache_warns_once_then_works(tmp_path, counted, content, problem):
+    path = tmp_path / "costs.json"
+    path.write_text(content.replace("%s", measuring.cpu_model()))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cache = CostCache(path)
+    assert len(caught) == 1 and problem in str(caught[0].message) and str(path) in str(caught[0].message)
+    assert measured_cost(get_backend("cpu"), mlp_group(), cache) == 1e-3
+    assert len(counted) == 1
+    assert json.loads(path.read_text())["cpu"] == measuring.cpu_model()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert CostCache(path).get(CostCache.key("cpu", mlp_group())) == 1e-3
+
+
+def test_failed_write_leaves_the_old_file_and_no_partial_one(tmp_path, monkeypatch):
+    path = tmp_path / "costs.json"
+    cache = CostCache(path)
+    cache.put("first", 1.0)
+    before = path.read_text()
+
+    def failing_dump(data, stream, **kwargs):
+        stream.write('{"format": 1, "cp')
+        raise OSError("disk full")
+
+    monkeypatch.setattr(json, "dump", failing_dump)
+    with pytest.raises(OSError, match="disk full"):
+        cache.put("second", 2.0)
+    assert path.read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["costs.json"]
+
+
+def test_key_ignores_ssa_and_group_names_but_not_shapes_or_backend():
+    key = CostCache.key("blas", mlp_group())
+    assert CostCache.key("blas", mlp_group(x_name="input", group_name="another_name")) == key
+    assert CostCache.key("blas", mlp_group(rows=4)) != key
+    assert CostCache.key("cpu", mlp_group()) != key
+    text = canonical_text(mlp_group(group_name="another_name"))
+    assert "another_name" not in text and "%x" not in text and "tensor<8x16xf32>" in text
+
+
+def test_estimate_when_measuring_is_off(counted):
+    blas, group = get_backend("blas"), mlp_group()
+    assert measured_cost(blas, group, None, measure=False) == blas.estimate(group)
+    assert counted == []
+
+
+def test_default_path_follows_xdg_cache_home(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert default_cache_path() == tmp_path / "graphopt" / "costs.json"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert default_cache_path() == Path.home() / ".cache" / "graphopt" / "costs.json"
+
+
+@pytest.mark.parametrize("terminal, quiet, shown", [(False, False, False), (True, True, False), (True, False, True)])
+def test_progress_bar_only_on_a_terminal_and_not_quiet(tmp_path, counted, monkeypatch, capsys, terminal, quiet, shown):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal)
+    pairs = [(get_backend("cpu"), mlp_group(rows)) for rows in (2, 3)]
+    assert measure_all(pairs, CostCache(tmp_path / "costs.json"), quiet=quiet) == [1e-3, 1e-3]
+    assert ("measuring kernels" in capsys.readouterr().err) == shown

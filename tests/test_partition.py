@@ -1,0 +1,182 @@
+"""The partition pass: its search on hand-made cost tables, mixed partitions against the
+interpreter, and the picture graph-opt draws of the groups (`-t dot`)."""
+
+from __future__ import annotations
+
+import random
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp, ReturnOp
+
+import graphopt
+from graphopt import GraphBuilder
+from graphopt.dialects import graph
+from graphopt.parsing import make_context
+from graphopt.tools import graph_opt
+from graphopt.tools.graph_opt import BACKEND_COLOURS
+from graphopt.tools.graph_run import random_inputs
+from graphopt.transforms.fuse import FusePass
+from graphopt.transforms.partition import Candidate, PartitionPass, search
+
+EXAMPLES = sorted((Path(__file__).parents[1] / "examples").glob("*.mlir"))
+CHAIN = [[], [0], [1]]
+"""Three ops in a row: 0 -> 1 -> 2."""
+
+
+def kernels(chosen: list[Candidate]) -> list[tuple[list[int], str]]:
+    return [(sorted(c.ops), c.backend) for c in chosen]
+
+
+def table(*rows: tuple[set[int], str, float]) -> list[Candidate]:
+    return [Candidate(frozenset(ops), backend, cost) for ops, backend, cost in rows]
+
+
+# ----------------------------------------------------------------------------------------
+# The search alone
+# ----------------------------------------------------------------------------------------
+
+
+def test_search_finds_the_optimum_where_greedy_would_not():
+    # Taking the largest kernel at op 0 ({0, 1}) costs 2 + 1; the optimum starts small.
+    candidates = table(({0}, "cpu", 1.0), ({1}, "cpu", 1.0), ({2}, "cpu", 1.0), ({0, 1}, "blas", 2.0), ({1, 2}, "cpu", 0.5))
+    assert kernels(search(CHAIN, candidates, ["cpu", "blas"])) == [([0], "cpu"), ([1, 2], "cpu")]
+
+
+def test_search_adds_the_launch_penalty_per_kernel():
+    candidates = table(({0}, "cpu", 1.0), ({1}, "cpu", 1.0), ({2}, "cpu", 1.0), ({0, 1, 2}, "blas", 3.5))
+    assert kernels(search(CHAIN, candidates, ["cpu", "blas"])) == [([0], "cpu"), ([1], "cpu"), ([2], "cpu")]
+    assert kernels(search(CHAIN, candidates, ["cpu", "blas"], launch_penalty=1.0)) == [([0, 1, 2], "blas")]
+
+
+def test_search_breaks_ties_by_priority_then_ops_whatever_the_candidate_order():
+    candidates = table(
+        ({0}, "blas", 1.0), ({0}, "cpu", 1.0), ({1}, "cpu", 1.0), ({2}, "cpu", 1.0),
+        ({0, 1}, "cpu", 2.0), ({1, 2}, "cpu", 2.0),
+    )
+    expected = [([0], "cpu"), ([1], "cpu"), ([2], "cpu")]
+    for seed in range(5):
+        random.Random(seed).shuffle(candidates)
+        assert kernels(search(CHAIN, candidates, ["cpu", "blas"])) == expected
+    assert kernels(search(CHAIN, candidates, ["blas", "cpu"]))[0] == ([0], "blas")
+
+
+def test_search_never_takes_a_candidate_a_path_leaves_and_reenters():
+    # {0, 2} is free but 0 -> 1 -> 2 leaves it and comes back.
+    candidates = table(({0}, "cpu", 1.0), ({1}, "cpu", 1.0), ({2}, "cpu", 1.0), ({0, 2}, "cpu", 0.0))
+    assert kernels(search(CHAIN, candidates, ["cpu"])) == [([0], "cpu"), ([1], "cpu"), ([2], "cpu")]
+
+
+def test_search_never_takes_two_kernels_that_feed_each_other():
+    # 0 -> 1 and 2 -> 3: A = {0, 3} and B = {1, 2} are each valid, but A feeds B and B feeds A.
+    inputs = [[], [0], [], [2]]
+    candidates = table(*(({i}, "cpu", 1.0) for i in range(4)), ({0, 3}, "cpu", 0.0), ({1, 2}, "cpu", 0.0))
+    chosen = search(inputs, candidates, ["cpu"])
+    assert sum(c.cost for c in chosen) == 2.0
+    covered: set[int] = set()
+    for candidate in chosen:  # each kernel reads only what earlier ones computed
+        assert {p for op in candidate.ops for p in inputs[op]} - candidate.ops <= covered
+        covered |= candidate.ops
+    assert covered == {0, 1, 2, 3}
+
+
+def test_search_ignores_infinite_costs_and_says_when_nothing_covers():
+    candidates = table(({0}, "cpu", 1.0), ({1}, "cpu", 1.0), ({2}, "cpu", 1.0), ({0, 1, 2}, "cpu", float("inf")))
+    assert len(search(CHAIN, candidates, ["cpu"])) == 3
+    with pytest.raises(ValueError, match="cannot cover"):
+        search(CHAIN, table(({0}, "cpu", 1.0), ({2}, "cpu", 1.0)), ["cpu"])
+
+
+# ----------------------------------------------------------------------------------------
+# The pass
+# ----------------------------------------------------------------------------------------
+
+
+def top_level_ops(module: ModuleOp) -> list:
+    function = next(op for op in module.ops if isinstance(op, FuncOp))
+    return [op for op in function.body.block.ops if not isinstance(op, (graph.ConstantOp, ReturnOp))]
+
+
+@pytest.mark.parametrize("search_mode", ["greedy", "cost"])
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_every_op_ends_in_a_placed_group(path: Path, search_mode: str):
+    module = graphopt.parse(path)
+    FusePass().apply(make_context(), module)
+    PartitionPass(search=search_mode).apply(make_context(), module)
+    module.verify()
+    for op in top_level_ops(module):
+        assert isinstance(op, graph.FusedOp) and op.backend is not None, op.name
+
+
+def test_cost_search_merges_touching_kernels_of_one_backend():
+    # With max-depth=1 every candidate is one op; merging makes one cpu kernel of the chain.
+    b = GraphBuilder()
+    module = b.finish(b.relu(b.exp(b.neg(b.input("x", (8,))))))
+    PartitionPass(backends=("cpu",), search="cost", max_depth=1).apply(make_context(), module)
+    (group,) = top_level_ops(module)
+    assert (group.group_name.data, group.backend.data) == ("fused_neg_exp_relu_0", "cpu")
+
+
+@pytest.mark.parametrize("search_mode", ["greedy", "cost"])
+@pytest.mark.parametrize("backends", [("cpu", "blas"), ("blas", "cpu")], ids=["cpu-first", "blas-first"])
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_mixed_partitions_equal_the_interpreter(path: Path, backends: tuple[str, ...], search_mode: str):
+    module = graphopt.parse(path)
+    function = next(op for op in module.ops if isinstance(op, FuncOp))
+    inputs = random_inputs(function, seed=0)
+    executable = graphopt.compile(module, backends=backends, search=search_mode, threads=1)
+    for actual, expected in zip(executable(*inputs), graphopt.interpret(module, *inputs), strict=True):
+        np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------
+# The picture: graph-opt -t dot
+# ----------------------------------------------------------------------------------------
+
+MLP = """
+func.func @main(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<4x16xf32> {
+  %0 = graph.matmul %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %1 = graph.add %0, %b : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %2 = graph.softmax %1 : (tensor<4x16xf32>) -> tensor<4x16xf32>
+  func.return %2 : tensor<4x16xf32>
+}
+"""
+
+
+@pytest.fixture
+def mlp_file(tmp_path: Path) -> Path:
+    path = tmp_path / "mlp.mlir"
+    path.write_text(MLP)
+    return path
+
+
+def test_dot_has_a_cluster_per_group_coloured_by_backend(mlp_file: Path, capsys):
+    graph_opt.main([str(mlp_file), "--fuse", "--partition=backends=blas,cpu", "-t", "dot"])
+    dot = capsys.readouterr().out
+    assert dot.startswith("digraph graphopt {") and dot.rstrip().endswith("}")
+    assert f'label="fused_matmul_add_0 (blas)"; style=filled; fillcolor="{BACKEND_COLOURS["blas"]}"' in dot
+    assert f'label="softmax_0 (cpu)"; style=filled; fillcolor="{BACKEND_COLOURS["cpu"]}"' in dot
+    ops = {name: node for node, name in re.findall(r'(main_op\d+) \[label="(\w+)"\]', dot)}
+    assert set(ops) == {"matmul", "add", "softmax"}
+    edges = set(re.findall(r"(\w+) -> (\w+);", dot))
+    assert {(ops["matmul"], ops["add"]), (ops["add"], ops["softmax"]), (ops["softmax"], "main_return")} <= edges
+    assert ("main_arg0", ops["matmul"]) in edges
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+@pytest.mark.parametrize("suffix, magic", [(".svg", b"<?xml"), (".png", b"\x89PNG")])
+def test_dot_renders_pictures(mlp_file: Path, tmp_path: Path, suffix: str, magic: bytes):
+    picture = tmp_path / f"mlp{suffix}"
+    graph_opt.main([str(mlp_file), "--fuse", "--partition", "-t", "dot", "-o", str(picture)])
+    assert picture.read_bytes().startswith(magic)
+
+
+def test_rendering_without_graphviz_says_so(mlp_file: Path, tmp_path: Path, monkeypatch, capsys):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(SystemExit):
+        graph_opt.main([str(mlp_file), "-t", "dot", "-o", str(tmp_path / "mlp.svg")])
+    assert "needs Graphviz's `dot` on PATH" in capsys.readouterr().err

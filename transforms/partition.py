@@ -1,0 +1,591 @@
+"""partition: put every group on a backend, greedily by priority or by cost (Collage's search).
+
+    %0 = graph.fused(%x, %w, %b) {name = "fused_matmul_add_relu_0", mode = "compile"} : ... { ... }
+    %1 = graph.softmax %0 {axis = -1 : i64} : (tensor<8x128xf32>) -> tensor<8x128xf32>
+
+becomes, with `graph-opt --fuse --partition` (or `-p 'partition{backends="cpu,blas" search="cost"}'`):
+
+    %0 = graph.fused(%x, %w, %b) {name = "fused_matmul_add_relu_0", mode = "compile", backend = "cpu"} : ... { ... }
+    %1 = graph.fused(%0) {name = "softmax_0", mode = "compile", backend = "cpu"} : (tensor<8x128xf32>) -> tensor<8x128xf32> {
+    ^bb0(%2: tensor<8x128xf32>):
+      %3 = graph.softmax %2 {axis = -1 : i64} : (tensor<8x128xf32>) -> tensor<8x128xf32>
+      graph.yield %3 : tensor<8x128xf32>
+    }
+
+Every top-level graph op but constants (they are data) ends inside a `graph.fused` with a
+`backend`: a group kept whole keeps its name, an op left alone by fusion becomes a one-op group
+`<op>_<n>`. Backends are seen only through `supports`/`estimate` (`graphopt.backends`) and
+measured costs (`graphopt.backends.measure`); `reference` is the last resort for ops no listed
+backend accepts. An op with `graph.backend = "blas"` is pinned to that backend.
+
+- greedy: each group goes to the first backend (in `backends` order) that accepts it whole; a
+  group none accepts whole is split, in dataflow order, into maximal accepted pieces.
+- cost: Collage. Candidate kernels are the connected sets of at most `max-depth` ops (within and
+  across groups; each group whole too) that a backend supports, valid when no dataflow path
+  leaves and re-enters them. `search` picks the cover of all ops of minimum total cost (cost +
+  `launch-penalty` per kernel); touching chosen kernels of one backend are then merged where the
+  merge stays acyclic and the backend supports it.
+
+Groups in `fallback` mode and ops of other dialects are never split or merged.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import PassFailedException
+
+from graphopt.backends import backend_names, get_backend
+from graphopt.backends.measure import CostCache, measured_cost
+from graphopt.dialects import graph
+from graphopt.lowering.graph_to_linalg import single_op_kernel_name
+from graphopt.transforms.fuse import _GroupNamer, _sort_topologically
+
+PIN = "graph.backend"
+"""Discardable attribute that pins an op to a backend: `graph.relu %x {graph.backend = "cpu"}`."""
+REFERENCE = "reference"
+"""The backend of last resort: accepts anything."""
+SEARCHES = ("greedy", "cost")
+
+
+# ----------------------------------------------------------------------------------------
+# The search (pure: ops are 0..n-1 in post order, costs come in a table)
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A possible kernel: its ops (indices in post order), the backend running it (None: an op
+    left as it is), its cost in seconds."""
+
+    ops: frozenset[int]
+    backend: str | None
+    cost: float
+
+
+def search(
+    inputs: Sequence[Collection[int]],
+    candidates: Iterable[Candidate],
+    priority: Sequence[str],
+    launch_penalty: float = 0.0,
+) -> list[Candidate]:
+    """The candidates covering ops 0..len(inputs)-1 exactly once at minimum total cost, in an
+    order they can run in; `inputs[i]` are the ops op i reads.
+
+        search([[], [0]], [Candidate({0}, "cpu", 2), Candidate({1}, "cpu", 2), Candidate({0, 1}, "blas", 3)], ["cpu", "blas"])
+        -> [Candidate({0, 1}, "blas", 3)]
+
+    A search state is the set of ops covered so far, always closed under producers; an edge
+    adds a candidate whose ops are uncovered and whose other producers are covered (so the
+    order of choices is a dataflow order, and a candidate a path leaves and re-enters is never
+    taken). Dynamic programming over the states reachable from the empty set finds the
+    cheapest way to cover the rest from each; equal costs go to the lexicographically least
+    sequence of (backend priority, ops) keys, so the answer is deterministic.
+    """
+    rank = {backend: i for i, backend in enumerate(priority)}
+    cheapest: dict[tuple[frozenset[int], str | None], Candidate] = {}
+    for candidate in candidates:
+        key = (frozenset(candidate.ops), candidate.backend)
+        if candidate.cost != float("inf") and (key not in cheapest or candidate.cost < cheapest[key].cost):
+            cheapest[key] = candidate
+    edges = [_Edge.of(c, inputs, rank.get(c.backend, len(rank)), launch_penalty) for c in cheapest.values()]
+    done = (1 << len(inputs)) - 1
+    successors: dict[int, list[_Edge]] = {}
+    pending = [0]
+    while pending:
+        state = pending.pop()
+        if state in successors:
+            continue
+        successors[state] = [e for e in edges if not state & e.ops and not e.needs & ~state]
+        pending += [state | e.ops for e in successors[state]]
+    best: dict[int, tuple[int, tuple, list[Candidate]]] = {done: (0, (), [])}
+    for state in sorted(successors, key=int.bit_count, reverse=True):
+        options = [
+            (e.picoseconds + best[state | e.ops][0], (e.key, *best[state | e.ops][1]), e)
+            for e in successors[state]
+            if state | e.ops in best
+        ]
+        if options and state != done:
+            cost, keys, edge = min(options, key=lambda option: option[:2])
+            best[state] = (cost, keys, [edge.candidate, *best[state | edge.ops][2]])
+    if 0 not in best:
+        raise ValueError("the candidates cannot cover every op")
+    return best[0][2]
+
+
+@dataclass(frozen=True)
+class _Edge:
+    candidate: Candidate
+    ops: int
+    """Bit mask of the candidate's ops."""
+    needs: int
+    """Bit mask of the ops outside the candidate that it reads."""
+    picoseconds: int
+    """Cost plus launch penalty, in whole picoseconds: sums are exact, ties are real ties."""
+    key: tuple[int, tuple[int, ...]]
+
+    @staticmethod
+    def of(candidate: Candidate, inputs: Sequence[Collection[int]], rank: int, launch_penalty: float) -> _Edge:
+        ops = _mask(candidate.ops)
+        needs = _mask(p for op in candidate.ops for p in inputs[op]) & ~ops
+        picoseconds = round((candidate.cost + launch_penalty) * 1e12)
+        return _Edge(candidate, ops, needs, picoseconds, (rank, tuple(sorted(candidate.ops))))
+
+
+def _mask(ops: Iterable[int]) -> int:
+    mask = 0
+    for op in ops:
+        mask |= 1 << op
+    return mask
+
+
+# ----------------------------------------------------------------------------------------
+# One function's dataflow, seen through its groups
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Unit:
+    """How fusion left some ops: one top-level graph.fused, or one op alone."""
+
+    top: Operation
+    """The op in the function's block: the graph.fused, or the op itself."""
+    nodes: frozenset[int]
+    placeable: bool
+    """False for an op of another dialect: it stays as it is."""
+    whole: bool
+    """Never split or merged: a fallback group, an op of another dialect."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Partitioning's decision: these ops (node indices) become one group on `backend`."""
+
+    nodes: frozenset[int]
+    backend: str | None
+
+
+class Dataflow:
+    """The ops of a function's block and of its groups' bodies (but constants) as nodes in
+    post order, with their dataflow as if every group were inlined."""
+
+    def __init__(self, block: Block):
+        self.block = block
+        self.nodes: list[Operation] = []
+        self.units: list[Unit] = []
+        for op in list(block.ops)[:-1]:
+            if isinstance(op, graph.ConstantOp):
+                continue
+            members = [o for o in op.body.block.ops if _is_node(o)] if isinstance(op, graph.FusedOp) else [op]
+            if not members:  # a group of constants only: data
+                continue
+            nodes = frozenset(range(len(self.nodes), len(self.nodes) + len(members)))
+            self.nodes += members
+            placeable = isinstance(op, (graph.FusedOp, graph.GraphOp))
+            whole = not placeable or (isinstance(op, graph.FusedOp) and op.mode_name == "fallback")
+            self.units.append(Unit(op, nodes, placeable, whole))
+        self.index = {op: i for i, op in enumerate(self.nodes)}
+        self.users: dict[SSAValue, set[int]] = {}
+        self.inputs: list[frozenset[int]] = []
+        """The nodes each node reads."""
+        for i, op in enumerate(self.nodes):
+            producers = set()
+            for value in map(self.flat, op.operands):
+                self.users.setdefault(value, set()).add(i)
+                if value.owner in self.index:
+                    producers.add(self.index[value.owner])
+            self.inputs.append(frozenset(producers))
+        self.consumers: list[set[int]] = [set() for _ in self.nodes]
+        for i, producers in enumerate(self.inputs):
+            for producer in producers:
+                self.consumers[producer].add(i)
+        self.returned = {self.flat(v) for v in block.last_op.operands}
+
+    def flat(self, value: SSAValue) -> SSAValue:
+        """The value as if groups were inlined: a group's block argument is its operand, a
+        group's result is the value it yields."""
+        owner = value.owner
+        if isinstance(owner, Block) and isinstance(group := owner.parent_op(), graph.FusedOp) and group.parent is self.block:
+            return self.flat(group.operands[value.index])
+        if isinstance(owner, graph.FusedOp) and owner.parent is self.block:
+            return owner.body.block.last_op.operands[value.index]
+        return value
+
+    def top_level(self, value: SSAValue) -> SSAValue:
+        """The value as the function's block sees it (a group result for a value it yields)."""
+        owner = value.owner
+        if isinstance(owner, Operation) and isinstance(group := owner.parent_op(), graph.FusedOp) and group.parent is self.block:
+            return group.results[list(group.body.block.last_op.operands).index(value)]
+        return value
+
+    def escapes(self, value: SSAValue, nodes: Collection[int]) -> bool:
+        """Is `value` (a node's result) needed outside `nodes`? Unused values stay visible."""
+        users = self.users.get(value, set())
+        return value in self.returned or not users or not users <= nodes
+
+    def build_group(self, nodes: Collection[int], name: str, outer: Callable[[SSAValue], SSAValue]) -> tuple[graph.FusedOp, list[SSAValue]]:
+        """A new (detached) graph.fused of these nodes, reading `outer(v)` for each value v it
+        needs, and the values (of the nodes) it yields. Constants inside groups are cloned along;
+        constants of the function's block are inputs."""
+        ops = [self.nodes[i] for i in sorted(nodes)]
+        members = set(ops)
+        constants = list(dict.fromkeys(
+            v.owner for op in ops for v in map(self.flat, op.operands)
+            if isinstance(v.owner, graph.ConstantOp) and v.owner.parent is not self.block
+        ))
+        inputs = list(dict.fromkeys(
+            v for op in ops for v in map(self.flat, op.operands) if v.owner not in members and v.owner not in constants
+        ))
+        block = Block(arg_types=[v.type for v in inputs])
+        inside: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args))
+        for op in [*constants, *ops]:
+            clone = op.clone(value_mapper={operand: inside[self.flat(operand)] for operand in op.operands})
+            block.add_op(clone)
+            inside.update(zip(op.results, clone.results))
+        outputs = [r for op in ops for r in op.results if self.escapes(r, nodes)]
+        block.add_op(graph.YieldOp([inside[v] for v in outputs]))
+        group = graph.FusedOp([outer(v) for v in inputs], [v.type for v in outputs], Region(block), name)
+        return group, outputs
+
+    def reads(self, nodes: Collection[int]) -> set[int]:
+        """Nodes outside `nodes` that they read."""
+        return {p for i in nodes for p in self.inputs[i]} - set(nodes)
+
+    def in_dataflow_order(self, placements: Sequence[Placement]) -> list[Placement] | None:
+        """The placements in an order they can run in (ties: first node first); None if
+        they depend on each other in a cycle."""
+        owner = {i: p for p in placements for i in p.nodes}
+        waiting = {p: {owner[i] for i in self.reads(p.nodes)} for p in placements}
+        order: list[Placement] = []
+        while ready := [p for p, before in waiting.items() if not before]:
+            first = min(ready, key=lambda p: min(p.nodes))
+            order.append(first)
+            del waiting[first]
+            for before in waiting.values():
+                before.discard(first)
+        return None if waiting else order
+
+    def describe(self, node: int) -> str:
+        """Where a node is, for error messages: `@main: graph.matmul (op 3, in group 'g')`."""
+        op = self.nodes[node]
+        function = self.block.parent_op()
+        where = f"op {node}"
+        if isinstance(group := op.parent_op(), graph.FusedOp):
+            where += f", in group '{group.group_name.data}'"
+        return f"@{function.sym_name.data}: {op.name} ({where})"
+
+
+def _is_node(op: Operation) -> bool:
+    return not isinstance(op, (graph.ConstantOp, graph.YieldOp))
+
+
+# ----------------------------------------------------------------------------------------
+# Deciding
+# ----------------------------------------------------------------------------------------
+
+
+class _Partitioner:
+    """The placements of one function's nodes, asking backends about candidate groups."""
+
+    def __init__(self, options: PartitionPass, flow: Dataflow, cost: Callable[[str, Operation], float]):
+        self.options = options
+        self.flow = flow
+        self.priority = options.backend_list()
+        self.cost_of = cost
+        self.groups = {u.nodes: u.top for u in flow.units}
+        self.pins = {i: op.attributes[PIN].data for i, op in enumerate(flow.nodes) if PIN in op.attributes}
+        self._supported: dict[tuple[frozenset[int], str], bool] = {}
+        self._costs: dict[tuple[frozenset[int], str], float] = {}
+        self._check_pins()
+
+    # -- asking backends -----------------------------------------------------------------
+
+    def _probe(self, nodes: frozenset[int], ask: Callable[[Operation], object]):
+        """Ask about the group of exactly these nodes, else about a detached new one."""
+        if isinstance(group := self.groups.get(nodes), graph.FusedOp):
+            return ask(group)
+        group, _ = self.flow.build_group(nodes, "probe", outer=lambda v: v)
+        try:
+            return ask(group)
+        finally:
+            group.erase()
+
+    def supports(self, nodes: frozenset[int], backend: str) -> bool:
+        if (nodes, backend) not in self._supported:
+            reason = None if backend == REFERENCE else self._probe(nodes, get_backend(backend).supports)
+            self._supported[nodes, backend] = reason is None
+        return self._supported[nodes, backend]
+
+    def cost(self, nodes: frozenset[int], backend: str) -> float:
+        if (nodes, backend) not in self._costs:
+            self._costs[nodes, backend] = self._probe(nodes, lambda group: self.cost_of(backend, group))
+        return self._costs[nodes, backend]
+
+    def allowed(self, nodes: Collection[int]) -> list[str]:
+        """Backends that may run these nodes, by priority: the pinned one, else all listed."""
+        pins = {self.pins[i] for i in nodes if i in self.pins}
+        if not pins:
+            return self.priority
+        return list(pins) if len(pins) == 1 else []
+
+    def first_accepting(self, nodes: frozenset[int]) -> str | None:
+        return next((b for b in self.allowed(nodes) if self.supports(nodes, b)), None)
+
+    def orphans(self, nodes: frozenset[int]) -> bool:
+        """Does no allowed backend accept any of these nodes alone?"""
+        return all(self.first_accepting(frozenset({i})) is None for i in nodes)
+
+    def accepts(self, nodes: frozenset[int], backend: str) -> bool:
+        """May `backend` run these nodes as one kernel? The reference takes orphans only."""
+        if backend == REFERENCE:
+            return self.orphans(nodes)
+        return backend in self.allowed(nodes) and self.supports(nodes, backend)
+
+    def _check_pins(self) -> None:
+        for node, backend in self.pins.items():
+            where = self.flow.describe(node)
+            if backend not in backend_names():
+                raise PassFailedException(f"partition: {where} is pinned to unknown backend '{backend}'")
+            reason = self._probe(frozenset({node}), get_backend(backend).supports)
+            if reason is not None:
+                raise PassFailedException(f"partition: {where} is pinned to backend '{backend}', which refuses it: {reason}")
+
+    # -- greedy --------------------------------------------------------------------------
+
+    def greedy(self) -> list[Placement]:
+        placements: list[Placement] = []
+        for unit in self.flow.units:
+            backend = self.first_accepting(unit.nodes) if unit.placeable else None
+            if backend is not None or unit.whole or len(unit.nodes) == 1:
+                placements.append(Placement(unit.nodes, backend or (REFERENCE if unit.placeable else None)))
+            else:
+                placements += self._split(unit.nodes)
+        return placements
+
+    def _split(self, nodes: frozenset[int]) -> list[Placement]:
+        """Maximal accepted pieces, in dataflow order: each starts at the first node left and
+        takes every later node that reads it and whose other producers are placed."""
+        remaining = sorted(nodes)
+        placed = set(range(len(self.flow.nodes))) - nodes
+        pieces: list[Placement] = []
+        while remaining:
+            start, *rest = remaining
+            backend = self.first_accepting(frozenset({start})) or REFERENCE
+            piece = frozenset({start})
+            for node in rest:
+                producers = self.flow.inputs[node]
+                if producers & piece and producers <= piece | placed and self.accepts(piece | {node}, backend):
+                    piece |= {node}
+            pieces.append(Placement(piece, backend))
+            placed |= piece
+            remaining = [n for n in remaining if n not in piece]
+        return pieces
+
+    # -- cost ----------------------------------------------------------------------------
+
+    def by_cost(self) -> list[Placement]:
+        candidates = [Candidate(u.nodes, None, 0.0) for u in self.flow.units if not u.placeable]
+        whole = {u.nodes for u in self.flow.units if u.whole}
+        for nodes in self._candidate_sets():
+            backends = [b for b in self.allowed(nodes) if self.supports(nodes, b)]
+            if not backends and (nodes in whole or self.orphans(nodes)):
+                backends = [REFERENCE]
+            candidates += [Candidate(nodes, b, self.cost(nodes, b)) for b in backends]
+        chosen = search(self.flow.inputs, candidates, [*self.priority, REFERENCE], self.options.launch_penalty)
+        return self._merge_touching([Placement(c.ops, c.backend) for c in chosen])
+
+    def _candidate_sets(self) -> list[frozenset[int]]:
+        """Each group whole, and the connected sets of at most max-depth nodes that no dataflow
+        path leaves and re-enters (nodes of whole units only in their unit)."""
+        flow = self.flow
+        free = {i for u in flow.units if not u.whole for i in u.nodes}
+        neighbours = {i: (flow.inputs[i] | flow.consumers[i]) & free for i in free}
+        found = {u.nodes for u in flow.units if u.placeable}
+        layer = {frozenset({i}) for i in free}
+        found |= layer
+        for _ in range(self.options.max_depth - 1):
+            layer = {s | {n} for s in layer for i in s for n in neighbours[i] - s}
+            found |= layer
+        return sorted((s for s in found if self._convex(s)), key=lambda s: sorted(s))
+
+    def _convex(self, nodes: frozenset[int]) -> bool:
+        """No dataflow path leaves `nodes` and comes back."""
+        pending = [c for i in nodes for c in self.flow.consumers[i] if c not in nodes]
+        last = max(nodes)
+        seen: set[int] = set()
+        while pending:
+            node = pending.pop()
+            if node in nodes:
+                return False
+            if node not in seen and node < last:
+                seen.add(node)
+                pending += self.flow.consumers[node]
+        return True
+
+    def _merge_touching(self, placements: list[Placement]) -> list[Placement]:
+        """Merge a chosen kernel into one it feeds when both are on one backend, the backend
+        accepts the union and the kernels stay acyclic; repeat until none merges."""
+        order = self.flow.in_dataflow_order(placements)
+        merged = True
+        while merged:
+            merged = False
+            for a in order:
+                for b in order:
+                    if a.backend is None or a.backend != b.backend or not self.flow.reads(b.nodes) & a.nodes:
+                        continue
+                    union = Placement(a.nodes | b.nodes, a.backend)
+                    trial = self.flow.in_dataflow_order([union, *(p for p in order if p not in (a, b))])
+                    if trial is not None and self.accepts(union.nodes, union.backend):
+                        order, merged = trial, True
+                        break
+                if merged:
+                    break
+        return order
+
+
+# ----------------------------------------------------------------------------------------
+# The pass
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PartitionPass(ModulePass):
+    """Place every group on a backend (see the module docstring).
+
+        -p 'partition{backends="cpu,blas" search="cost" launch-penalty=0.000005 report=true}'
+    """
+
+    name = "partition"
+
+    backends: tuple[str, ...] = ("cpu", "blas")
+    """Backends by priority: `backends=cpu,blas` or `backends="cpu,blas"` (reference, the last
+    resort, need not be listed)."""
+    search: str = "greedy"
+    """"greedy" (first backend accepting a group) or "cost" (cheapest cover, Collage)."""
+    measure: bool = False
+    """Costs measured on this machine (cached on disk) rather than the analytic estimate."""
+    cache: str = ""
+    """The measured-cost cache file (default: graphopt's user cache directory)."""
+    launch_penalty: float = 5e-6
+    """Seconds added per kernel by the cost search (write 0.000005: xDSL reads 5e-6 as text)."""
+    max_depth: int = 4
+    """Most ops in a candidate kernel of the cost search (groups made by fusion count whole)."""
+    report: bool = False
+    """Print one row per group to stderr: ops, backend and cost, the best alternative and its cost."""
+
+    def backend_list(self) -> list[str]:
+        return [name.strip() for names in self.backends for name in names.split(",") if name.strip()]
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self._check_options()
+        cache = CostCache(self.cache or None) if self.measure else None
+
+        def cost(backend: str, group: Operation) -> float:
+            return measured_cost(get_backend(backend), group, cache, measure=self.measure)
+
+        names = _Names(op)
+        for func in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
+            flow = Dataflow(func.body.block)
+            partitioner = _Partitioner(self, flow, cost)
+            placements = partitioner.greedy() if self.search == "greedy" else partitioner.by_cost()
+            groups = _materialize(flow, flow.in_dataflow_order(placements), names)
+            if self.report:
+                print(self._report(func.sym_name.data, groups, cost), file=sys.stderr)
+
+    def _check_options(self) -> None:
+        registered = backend_names()
+        for backend in self.backend_list():
+            if backend not in registered:
+                raise PassFailedException(f"partition: unknown backend '{backend}' (registered: {', '.join(registered)})")
+        if not self.backend_list():
+            raise PassFailedException("partition: backends must name at least one backend")
+        if self.search not in SEARCHES:
+            raise PassFailedException(f'partition: search must be "greedy" or "cost", got "{self.search}"')
+        if self.max_depth < 1:
+            raise PassFailedException(f"partition: max-depth must be at least 1, got {self.max_depth}")
+        if self.launch_penalty < 0:
+            raise PassFailedException(f"partition: launch-penalty must not be negative, got {self.launch_penalty}")
+
+    def _report(self, function: str, groups: list[graph.FusedOp], cost: Callable[[str, Operation], float]) -> str:
+        """One row per group: name, ops, backend and cost, the best other backend and its cost."""
+        rows = []
+        for group in groups:
+            chosen = group.backend.data
+            others = [b for b in dict.fromkeys([*self.backend_list(), REFERENCE]) if b != chosen]
+            alternatives = sorted((cost(b, group), b) for b in others if get_backend(b).supports(group) is None)
+            alternative = (alternatives[0][1], _microseconds(alternatives[0][0])) if alternatives else ("-", "-")
+            ops = sum(_is_node(o) for o in group.body.block.ops)
+            rows.append((group.group_name.data, str(ops), chosen, _microseconds(cost(chosen, group)), *alternative))
+        header = ("group", "ops", "backend", "cost", "alternative", "cost")
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+        costs = "measured" if self.measure else "estimated"
+        lines = [f"partition @{function} (search={self.search}, costs {costs}):"]
+        for row in [header, *rows]:
+            cells = [cell.rjust(w) if i in (1, 3, 5) else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))]
+            lines.append("  " + "  ".join(cells).rstrip())
+        return "\n".join(lines)
+
+
+def _microseconds(seconds: float) -> str:
+    return f"{seconds * 1e6:.1f}us"
+
+
+class _Names:
+    """Names of new groups: `<op>_<n>` for one op (n counts them, as graphopt.compile names
+    ops left alone), fusion's `fused_<ops>_<n>` for several."""
+
+    def __init__(self, module: ModuleOp):
+        self.groups = _GroupNamer(module)
+        self.taken = set(self.groups.taken)
+        self.singles = 0
+
+    def next(self, ops: list[Operation]) -> str:
+        if len(ops) > 1:
+            return self.groups.next(ops)
+        while True:
+            name = single_op_kernel_name(ops[0], self.singles)
+            self.singles += 1
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
+
+
+def _materialize(flow: Dataflow, placements: list[Placement], names: _Names) -> list[graph.FusedOp]:
+    """Rewrite the block: a group kept whole gets its backend; every other placement becomes a
+    new graph.fused (before the last op it replaces) and the ops it replaces are erased."""
+    units = {u.nodes: u for u in flow.units}
+    position = {u.top: i for i, u in enumerate(flow.units)}
+    new_values: dict[SSAValue, SSAValue] = {}
+    groups: list[graph.FusedOp] = []
+    replaced: list[Operation] = []
+    for placement in placements:
+        unit = units.get(placement.nodes)
+        if placement.backend is None:
+            continue
+        if unit is not None and isinstance(unit.top, graph.FusedOp):
+            group = unit.top
+        else:
+            ops = [flow.nodes[i] for i in sorted(placement.nodes)]
+            group, outputs = flow.build_group(placement.nodes, names.next(ops), lambda v: new_values[v] if v in new_values else flow.top_level(v))
+            new_values.update(zip(outputs, group.results))
+            last = max(placement.nodes)
+            Rewriter.insert_op(group, InsertPoint.before(next(u.top for u in flow.units if last in u.nodes)))
+            replaced += [u.top for u in flow.units if u.nodes & placement.nodes and u.top not in replaced]
+        group.attributes["backend"] = StringAttr(placement.backend)
+        groups.append(group)
+    for top in replaced:
+        for result in top.results:
+            if (value := flow.flat(result)) in new_values:
+                result.replace_all_uses_with(new_values[value])
+    for top in sorted(replaced, key=position.__getitem__, reverse=True):
+        Rewriter.erase_op(top)
+    _sort_topologically(flow.block, {op: i for i, op in enumerate(flow.block.ops)})
+    return groups
