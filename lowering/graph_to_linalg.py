@@ -811,24 +811,35 @@ def _window_rows(op: graph.GraphOp, oh: AffineExpr, ow: AffineExpr, kh: AffineEx
     return (oh * sh + kh * dh, ow * sw + kw * dw)
 
 
+WIDE_ROW = 64
+"""Output rows at least this long vectorize well as the innermost loop."""
+
+
 def _lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> None:
     """out[n, o, oh, ow] = sum over c, kh, kw of x[n, group(o) * C/groups + c, row, column] * w[o, c, kh, kw].
 
-    x is read zero-padded. The loops run (n, o, c, kh, kw, oh, ow): the reduction sits outside
-    the output row loop, which LLVM vectorizes.
+    x is read zero-padded. Wide outputs loop (n, o, c, kh, kw, oh, ow): the reduction sits
+    outside the output row loop, which LLVM vectorizes. Narrow ones (rows shorter than
+    WIDE_ROW, where that vector loop hardly runs) loop (n, o, oh, ow, c, kh, kw), summing each
+    output in registers with a `reassoc` accumulation LLVM may vectorize and interleave.
     """
     batch, channels, out_h, out_w = _shape(op.result)
     _, group_channels, kernel_h, kernel_w = _shape(op.w)
     groups = op.get("groups")
     x = _padded(kernel, op.x, op.get("padding"), 0)
-    n, o, c, kh, kw, oh, ow = _dims(7)
-    channel = c if groups == 1 else o // (channels // groups) * group_channels + c
     kernel.fill(out, 0)
-    bounds = (batch, channels, group_channels, kernel_h, kernel_w, out_h, out_w)
-    body = kernel.loop(bounds, [(out, (n, o, oh, ow))], {2, 3, 4})
+    if out_w >= WIDE_ROW:
+        n, o, c, kh, kw, oh, ow = _dims(7)
+        bounds = (batch, channels, group_channels, kernel_h, kernel_w, out_h, out_w)
+        body = kernel.loop(bounds, [(out, (n, o, oh, ow))], {2, 3, 4})
+    else:
+        n, o, oh, ow, c, kh, kw = _dims(7)
+        bounds = (batch, channels, out_h, out_w, group_channels, kernel_h, kernel_w)
+        body = kernel.loop(bounds, [(out, (n, o, oh, ow))], {4, 5, 6})
+    channel = c if groups == 1 else o // (channels // groups) * group_channels + c
     pixel = body.read(x, (n, channel) + _window_rows(op, oh, ow, kh, kw))
     product = body.emit(arith.MulfOp(pixel, body.value(op.w, (o, c, kh, kw))))
-    body.finish([body.emit(arith.AddfOp(body.output(0), product))])
+    body.finish([_accumulate(arith.AddfOp)(body, op, body.output(0), product)])
 
 
 def _in_bounds_count(body: LoopBody, start: AffineExpr, size: int, extent: int) -> SSAValue:

@@ -522,18 +522,27 @@ func.func @main(%x: tensor<1x4x7x7xf32>, %w: tensor<6x2x3x3xf32>, %b: tensor<6x1
 """
 
 
-def test_conv2d_reads_a_zero_padded_copy_and_runs_output_rows_innermost():
+def test_narrow_conv2d_reads_a_zero_padded_copy_and_sums_each_output_innermost():
     (kernel,) = kernels(CONV)
     (padded,) = ops_of(kernel, memref.AllocOp)
     assert padded.memref.type.get_shape() == (1, 4, 9, 9)
     _pad, _fill, conv, epilogue = ops_of(kernel, GenericOp)
-    assert [str(i.data) for i in conv.iterator_types] == ["parallel", "parallel"] + ["reduction"] * 3 + ["parallel"] * 2
+    assert [str(i.data) for i in conv.iterator_types] == ["parallel"] * 4 + ["reduction"] * 3
     assert maps_of(conv) == [
-        "(d0, d1, d2, d3, d4, d5, d6) -> (d0, (((d1 floordiv 3) * 2) + d2), ((d5 * 2) + d3), ((d6 * 2) + d4))",
-        "(d0, d1, d2, d3, d4, d5, d6) -> (d1, d2, d3, d4)",
-        "(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d5, d6)",
+        "(d0, d1, d2, d3, d4, d5, d6) -> (d0, (((d1 floordiv 3) * 2) + d4), ((d2 * 2) + d5), ((d3 * 2) + d6))",
+        "(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)",
+        "(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)",
     ]
+    assert "reassoc" in str(conv)
     assert epilogue.outputs[0] is kernel.body.block.args[-1]
+
+
+def test_wide_conv2d_runs_output_rows_innermost():
+    text = CONV.replace("x7x7xf32>", "x7x160xf32>").replace("x4x4xf32>", "x4x80xf32>")
+    (kernel,) = kernels(text)
+    _pad, _fill, conv, _epilogue = ops_of(kernel, GenericOp)
+    assert [str(i.data) for i in conv.iterator_types] == ["parallel"] * 2 + ["reduction"] * 3 + ["parallel"] * 2
+    assert maps_of(conv)[-1] == "(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d5, d6)"
 
 
 def test_conv2d_without_padding_reads_its_input_directly():

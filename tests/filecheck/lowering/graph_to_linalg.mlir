@@ -84,12 +84,12 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -
 // -----
 
 // conv2d: a zero-padded copy of x (pad's select), then a contraction over
-// (n, o, c, kh, kw, oh, ow) with the output row innermost, then the epilogue in place.
+// (n, o, oh, ow, c, kh, kw) summing each (narrow) output innermost, then the epilogue in place.
 // CHECK-LABEL: func.func @fused_conv2d_relu_0(%0: memref<1x2x5x5xf32>, %1: memref<4x2x3x3xf32>, %2: memref<1x4x3x3xf32>)
 // CHECK:         %[[PADDED:.*]] = memref.alloc() : memref<1x2x7x7xf32>
 // CHECK:         outs(%[[PADDED]] : memref<1x2x7x7xf32>)
 // CHECK:           arith.select
-// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d2, ((d5 * 2) + d3), ((d6 * 2) + d4))>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d5, d6)>], iterator_types = ["parallel", "parallel", "reduction", "reduction", "reduction", "parallel", "parallel"]} ins(%[[PADDED]], %1 : memref<1x2x7x7xf32>, memref<4x2x3x3xf32>) outs(%2 : memref<1x4x3x3xf32>)
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, ((d2 * 2) + d5), ((d3 * 2) + d6))>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[PADDED]], %1 : memref<1x2x7x7xf32>, memref<4x2x3x3xf32>) outs(%2 : memref<1x4x3x3xf32>)
 // CHECK:           arith.mulf
 // CHECK:           arith.addf
 // CHECK:         outs(%2 : memref<1x4x3x3xf32>)
