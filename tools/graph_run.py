@@ -28,13 +28,11 @@ from xdsl.dialects.func import FuncOp
 from xdsl.traits import SymbolTable
 
 import graphopt
-from graphopt.dialects.attributes import numpy_dtype
+from graphopt.backends.measure import random_arrays
 from graphopt.errors import GraphoptError
 from graphopt.parsing import parse_text
 from graphopt.tools.graph_opt import exit_on_error
 
-SMALL_INT_BOUND = 4
-"""Random integer inputs lie in [0, SMALL_INT_BOUND), valid as indices of most axes."""
 
 SHOWN_VALUES = 6
 """How many leading values of each result are printed."""
@@ -73,17 +71,7 @@ def entry_function(module: ModuleOp, entry: str) -> FuncOp:
 
 def random_inputs(func: FuncOp, seed: int) -> list[np.ndarray]:
     """One random array per argument of `func`, of its shape and element type."""
-    rng = np.random.default_rng(seed)
-    arrays = []
-    for arg in func.args:
-        shape, dtype = arg.type.get_shape(), numpy_dtype(arg.type.get_element_type())
-        if dtype == np.bool_:
-            arrays.append(rng.random(shape) < 0.5)
-        elif np.issubdtype(dtype, np.integer):
-            arrays.append(rng.integers(0, SMALL_INT_BOUND, shape, dtype=dtype))
-        else:
-            arrays.append(rng.standard_normal(shape).astype(dtype))
-    return arrays
+    return random_arrays([arg.type for arg in func.args], seed)
 
 
 def load_inputs(func: FuncOp, paths: Sequence[str]) -> list[np.ndarray]:

@@ -78,8 +78,8 @@ def canonical_text(group: Operation) -> str:
 
 
 def random_arrays(types: Sequence[TensorType], seed: int = 0) -> list[np.ndarray]:
-    """Seeded random arrays of these types, by graph-run's rule: standard normal floats, small
-    non-negative integers, fair booleans."""
+    """Seeded random arrays of these types (graph-run's inputs too): standard normal floats,
+    small non-negative integers, fair booleans."""
     rng = np.random.default_rng(seed)
     arrays = []
     for t in types:
