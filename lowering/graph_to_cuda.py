@@ -542,7 +542,10 @@ def lower_group_to_cuda(op: Operation, name: str | None = None) -> CudaKernel:
     """The CUDA kernel of a `graph.fused` or single graph op; raises Unsupported with the reason."""
     if isinstance(op, graph.FusedOp) and op.mode_name == "fallback":
         raise Unsupported("a fallback group is not compiled as one kernel")
-    function = lower_group(op, name)
+    members = list(op.body.block.ops) if isinstance(op, graph.FusedOp) else [op]
+    if any(isinstance(member, (graph.Conv2dOp, graph.Pool2dOp)) for member in members):
+        raise Unsupported("cuda: convolution and pooling are not lowered to CUDA yet")
+    function = lower_group(op, name, block_contractions=False)
     _check_math(function)
     del function.attributes[LINALG_KERNEL_ATTR]
     function.attributes[cuda.KERNEL_ATTR] = UnitAttr()

@@ -562,8 +562,10 @@ class LoopBody:
 class Kernel:
     """The function of one group: argument buffers, temporaries, and the generics over them."""
 
-    def __init__(self, group: Group):
+    def __init__(self, group: Group, block_contractions: bool = True):
         self.group = group
+        self.block_contractions = block_contractions
+        """Whether contractions may loop in cache blocks (CPU) or must stay one plain nest (CUDA)."""
         constants = [
             op.result
             for op in group.ops
@@ -778,19 +780,49 @@ def _lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
     """out[..., m, n] = sum over k of a[..., m, k] * b[..., k, n]; batch dims broadcast.
 
     The loops run (batch..., m, k, n): the reduction sits outside the contiguous n loop, so
-    the innermost loop is out[m, :] += a[m, k] * b[k, :], which LLVM vectorizes.
+    the innermost loop is out[m, :] += a[m, k] * b[k, :], which LLVM vectorizes. When every
+    dim is a multiple of its block (`_matmul_blocks`), they run blocked
+    (batch..., mb, nb, kb, mi, ki, ni): a KB x NB block of b stays in cache while MB rows use it.
     """
     out_shape = _shape(op.result)
     rank = len(out_shape)
-    dims = _dims(rank + 1)
-    batch, (m, k, n) = dims[: rank - 2], dims[rank - 2 :]
+    m_size, k_size, n_size = out_shape[-2], _shape(op.a)[-1], out_shape[-1]
+    kernel.fill(out, 0)
+    blocks = _matmul_blocks(m_size, k_size, n_size) if kernel.block_contractions else None
+    if blocks is None:
+        dims = _dims(rank + 1)
+        batch, (m, k, n) = dims[: rank - 2], dims[rank - 2 :]
+        body = kernel.loop(out_shape[:-1] + (k_size, n_size), [(out, batch + (m, n))], {rank - 1})
+    else:
+        dims = _dims(rank + 4)
+        batch, (mb, nb, kb, mi, ki, ni) = dims[: rank - 2], dims[rank - 2 :]
+        (m_block, k_block, n_block), counts = blocks, (m_size // blocks[0], k_size // blocks[1], n_size // blocks[2])
+        m, k, n = mb * m_block + mi, kb * k_block + ki, nb * n_block + ni
+        bounds = out_shape[:-2] + (counts[0], counts[2], counts[1]) + blocks
+        body = kernel.loop(bounds, [(out, batch + (m, n))], {rank, rank + 2})
+        for (outer, inner), count, size in zip(((mb, mi), (kb, ki), (nb, ni)), counts, blocks):
+            body.read(kernel.temporary((count, size), _element(out)), (outer, inner))
     a_index = broadcast_index(batch, _shape(op.a)[:-2], out_shape[:-2]) + (m, k)
     b_index = broadcast_index(batch, _shape(op.b)[:-2], out_shape[:-2]) + (k, n)
-    kernel.fill(out, 0)
-    bounds = out_shape[:-1] + _shape(op.a)[-1:] + out_shape[-1:]
-    body = kernel.loop(bounds, [(out, batch + (m, n))], {rank - 1})
     product = _by_type(arith.MulfOp, arith.MuliOp)(body, op, body.value(op.a, a_index), body.value(op.b, b_index))
     body.finish([_by_type(arith.AddfOp, arith.AddiOp)(body, op, body.output(0), product)])
+
+
+MATMUL_BLOCKS = (32, 128, 256)
+"""Block sizes (MB, KB, NB) of a blocked matmul, picked by measurement: a KB x NB block of b
+(128 KiB of f32) stays in L2 while MB rows use it, a row segment of out (1 KiB) in L1."""
+
+
+def _matmul_blocks(m: int, k: int, n: int) -> tuple[int, int, int] | None:
+    """MATMUL_BLOCKS when they divide (m, k, n) and b is more than one block, else None.
+
+    Other shapes stay unblocked rather than take blocks that divide them: those could be
+    tiny (a prime dim) and would need a block search per shape.
+    """
+    _, k_block, n_block = MATMUL_BLOCKS
+    if any(size % block for size, block in zip((m, k, n), MATMUL_BLOCKS)) or (k <= k_block and n <= n_block):
+        return None
+    return MATMUL_BLOCKS
 
 
 def _padded(kernel: Kernel, x: SSAValue, padding: Sequence[int], fill: float) -> SSAValue:
@@ -951,14 +983,15 @@ def single_op_kernel_name(op: Operation, index: int) -> str:
     return f"{op.name.removeprefix('graph.')}_{index}"
 
 
-def lower_group(op: Operation, name: str | None = None) -> func.FuncOp:
+def lower_group(op: Operation, name: str | None = None, block_contractions: bool = True) -> func.FuncOp:
     """The kernel of a `graph.fused` or of a single graph op (named `name`, default: the group's).
 
-    Raises Unsupported with the reason when the group cannot be lowered.
+    `block_contractions=False` keeps a matmul one plain loop nest (for the CUDA lowering,
+    which tiles it itself). Raises Unsupported with the reason when the group cannot be lowered.
     """
     group = Group.of(op, name)
     heavy = _check_ops(group)
-    kernel = Kernel(group)
+    kernel = Kernel(group, block_contractions)
     if heavy:
         _lower_anchored(kernel, heavy[0])
     else:

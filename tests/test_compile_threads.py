@@ -2,11 +2,13 @@
 
 import numpy as np
 import pytest
+from xdsl.parser import Parser
 
 import graphopt
 from graphopt.builder import GraphBuilder
 from graphopt.lowering.graph_to_linalg import lower_group
 from graphopt.lowering.row_split import row_split
+from graphopt.parsing import make_context
 
 
 def chain(shape, bias_shape):
@@ -91,3 +93,33 @@ def test_reduction_over_rows_does_not_split():
     x = b.input("x", (4096, 64))
     exe = graphopt.compile(b.finish(b.reduce_sum(x, axes=[0])), threads=2)
     assert only_step(exe).kernel.chunks == []
+
+
+def test_blocked_matmul_splits_by_row_blocks():
+    b = GraphBuilder()
+    x, w, bias = b.input("x", (128, 256)), b.input("w", (256, 512)), b.input("bias", (512,))
+    module = b.finish(b.relu(b.add(b.matmul(x, w), bias)))
+    rng = np.random.default_rng(2)
+    inputs = [rng.standard_normal(shape).astype(np.float32) for shape in ((128, 256), (256, 512), (512,))]
+    exe = graphopt.compile(module, threads=2)
+    split = only_step(exe).kernel.split
+    assert split.rows == 4 and split.row_bytes == (32 * 256 * 4, 0, 0, 32 * 512 * 4)  # units of 32 rows
+    assert only_step(exe).kernel.chunks
+    for got, want in zip(exe(*inputs), graphopt.interpret(module, *inputs), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("out_rows, split", [(8, True), (10, False)])
+def test_rows_indexed_by_d0_times_a_step_must_cover_the_operand(out_rows, split):
+    text = f"""
+func.func @k(%x: memref<2x4xf32>, %o: memref<{out_rows}xf32>) {{
+  linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0 * 4 + d1)>], iterator_types = ["parallel", "parallel"]}} ins(%x : memref<2x4xf32>) outs(%o : memref<{out_rows}xf32>) {{
+  ^bb0(%a: f32, %b: f32):
+    linalg.yield %a : f32
+  }}
+  func.return
+}}"""
+    kernel = Parser(make_context(), text).parse_module().body.block.first_op
+    assert (row_split(kernel) is not None) == split
+    if split:
+        assert row_split(kernel).row_bytes == (16, 16)

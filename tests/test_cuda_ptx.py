@@ -211,3 +211,11 @@ def test_matches_the_interpreter_on_gpu(kind):
     got = graphopt.compile(module, backends=("cuda",))(*arrays)
     for e, g in zip(expected, got):
         np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+
+
+def test_matmul_the_cpu_would_block_stays_one_nest_for_cuda():
+    module = graphopt.parse(main("%a: tensor<64x256xf32>, %b: tensor<256x512xf32>)",
+                                 "%0 = graph.matmul %a, %b : (tensor<64x256xf32>, tensor<256x512xf32>) -> tensor<64x512xf32>\nfunc.return"))
+    op = next(op for op in module.walk() if op.name == "graph.matmul")
+    assert supports(op) is None
+    assert lower_group_to_cuda(op, "mm").block == (16, 16, 1)

@@ -459,6 +459,36 @@ def test_matmul_with_epilogue(a, b):
     check(text, sample(a, specials=False), sample(b, seed=1, specials=False), sample(out[-1:], seed=2), rtol=1e-4)
 
 
+def test_blocked_matmul_loops_over_blocks_then_within_them():
+    a, b, out, c = (2, 32, 256), (256, 512), (2, 32, 512), (512,)
+    text = (
+        f"func.func @main(%a: {tensor(a)}, %b: {tensor(b)}, %c: {tensor(c)}) -> {tensor(out)} {{\n"
+        f" %0 = graph.matmul %a, %b : ({tensor(a)}, {tensor(b)}) -> {tensor(out)}\n"
+        f" %1 = graph.add %0, %c : ({tensor(out)}, {tensor(c)}) -> {tensor(out)}\n"
+        f" %2 = graph.relu %1 : {tensor(out)}\n func.return %2 : {tensor(out)}\n}}"
+    )
+    (kernel,) = kernels(text)
+    _fill, contraction, epilogue = ops_of(kernel, GenericOp)
+    # (batch, mb, nb, kb, mi, ki, ni) with blocks (32, 128, 256)
+    assert [str(i.data) for i in contraction.iterator_types] == [
+        "parallel", "parallel", "parallel", "reduction", "parallel", "reduction", "parallel"
+    ]
+    assert tuple(contraction.get_static_loop_ranges()) == (2, 1, 2, 2, 32, 128, 256)
+    dims = "(d0, d1, d2, d3, d4, d5, d6)"
+    m, k, n = "((d1 * 32) + d4)", "((d3 * 128) + d5)", "((d2 * 256) + d6)"
+    assert maps_of(contraction)[-3:] == [f"{dims} -> (d0, {m}, {k})", f"{dims} -> ({k}, {n})", f"{dims} -> (d0, {m}, {n})"]
+    assert [op.memref.type.get_shape() for op in ops_of(kernel, memref.AllocOp)] == [(1, 32), (2, 128), (2, 256)]
+    assert epilogue.outputs[0] is kernel.body.block.args[-1]
+
+
+@pytest.mark.parametrize("a, b", [((32, 128), (128, 256)), ((48, 256), (256, 256)), ((32, 200), (200, 256))])
+def test_matmul_stays_unblocked_unless_blocks_divide_it_and_b_is_more_than_one(a, b):
+    o = tensor((a[0], b[1]))
+    text = f"func.func @main(%a: {tensor(a)}, %b: {tensor(b)}) -> {o} {{\n %0 = graph.matmul %a, %b : ({tensor(a)}, {tensor(b)}) -> {o}\n func.return %0 : {o}\n}}"
+    (kernel,) = kernels(text)
+    assert [str(i.data) for i in ops_of(kernel, GenericOp)[1].iterator_types] == ["parallel", "reduction", "parallel"]
+
+
 def test_int_matmul():
     a, b, o = tensor((3, 4), "i32"), tensor((4, 2), "i32"), tensor((3, 2), "i32")
     text = f"func.func @main(%a: {a}, %b: {b}) -> {o} {{\n %0 = graph.matmul %a, %b : ({a}, {b}) -> {o}\n func.return %0 : {o}\n}}"
