@@ -64,7 +64,7 @@ from xdsl.utils.exceptions import PassFailedException
 from graphopt.dialects import cuda, graph
 from graphopt.dialects.attributes import is_float
 from graphopt.lowering.graph_to_linalg import KERNEL_ATTR as LINALG_KERNEL_ATTR
-from graphopt.lowering.graph_to_linalg import Unsupported, lower_group, single_op_kernel_name
+from graphopt.lowering.graph_to_linalg import Unsupported, kernel_sources, lower_group, replace_module_contents
 
 THREADS_PER_BLOCK = 256
 """Block size of elementwise kernels, and the most threads a row kernel uses."""
@@ -614,23 +614,10 @@ class ConvertGraphToCudaPass(ModulePass):
         if not isinstance(main, func.FuncOp):
             raise PassFailedException(f"{self.name}: no function @{self.entry}")
         functions = []
-        singles = 0
-        for node in main.body.block.ops:
-            name = None
-            if isinstance(node, graph.FusedOp):
-                backend = node.backend.data if node.backend is not None else "cuda"
-                if node.mode_name != "compile" or backend != "cuda":
-                    continue
-            elif isinstance(node, graph.GraphOp) and not isinstance(node, graph.ConstantOp):
-                name = single_op_kernel_name(node, singles)
-                singles += 1
-            else:
-                continue
+        for node, name in kernel_sources(main, backend="cuda"):
             try:
                 kernel = lower_group_to_cuda(node, name)
             except Unsupported as e:
-                raise PassFailedException(f"{self.name}: {name or node.group_name.data}: {e}") from None
+                raise PassFailedException(f"{self.name}: {name}: {e}") from None
             functions += [kernel.function, kernel.launcher()]
-        for old in reversed(list(op.body.block.ops)):
-            op.body.block.erase_op(old, safe_erase=False)
-        op.body.block.add_ops(functions)
+        replace_module_contents(op, functions)

@@ -983,6 +983,30 @@ def single_op_kernel_name(op: Operation, index: int) -> str:
     return f"{op.name.removeprefix('graph.')}_{index}"
 
 
+def kernel_sources(main: func.FuncOp, backend: str | None = None) -> list[tuple[Operation, str]]:
+    """The ops of `main` that become kernels, in order, with kernel names: its compile-mode
+    groups (when `backend` is given, only those placed on it or not placed at all) and the
+    graph ops outside any group (named by `single_op_kernel_name`)."""
+    sources = []
+    singles = 0
+    for node in main.body.block.ops:
+        if isinstance(node, graph.FusedOp):
+            placed_elsewhere = backend is not None and node.backend is not None and node.backend.data != backend
+            if node.mode_name == "compile" and not placed_elsewhere:
+                sources.append((node, node.group_name.data))
+        elif isinstance(node, graph.GraphOp) and not isinstance(node, graph.ConstantOp):
+            sources.append((node, single_op_kernel_name(node, singles)))
+            singles += 1
+    return sources
+
+
+def replace_module_contents(module: ModuleOp, ops: list[Operation]) -> None:
+    """Erase everything in `module` and put `ops` there instead."""
+    for old in reversed(list(module.body.block.ops)):
+        module.body.block.erase_op(old, safe_erase=False)
+    module.body.block.add_ops(ops)
+
+
 def lower_group(op: Operation, name: str | None = None, block_contractions: bool = True) -> func.FuncOp:
     """The kernel of a `graph.fused` or of a single graph op (named `name`, default: the group's).
 
@@ -1046,21 +1070,9 @@ class ConvertGraphToLinalgPass(ModulePass):
         if not isinstance(main, func.FuncOp):
             raise PassFailedException(f"convert-graph-to-linalg: no function @{self.entry}")
         kernels = []
-        singles = 0
-        for node in main.body.block.ops:
-            name = None
-            if isinstance(node, graph.FusedOp):
-                if node.mode_name != "compile":
-                    continue
-            elif isinstance(node, graph.GraphOp) and not isinstance(node, graph.ConstantOp):
-                name = single_op_kernel_name(node, singles)
-                singles += 1
-            else:
-                continue
+        for node, name in kernel_sources(main):
             try:
                 kernels.append(lower_group(node, name))
             except Unsupported as e:
-                raise PassFailedException(f"convert-graph-to-linalg: {name or node.group_name.data}: {e}") from None
-        for old in reversed(list(op.body.block.ops)):
-            op.body.block.erase_op(old, safe_erase=False)
-        op.body.block.add_ops(kernels)
+                raise PassFailedException(f"convert-graph-to-linalg: {name}: {e}") from None
+        replace_module_contents(op, kernels)
