@@ -13,7 +13,6 @@ what is measured. The floor of the elementwise chain is a copy moving the same b
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from timing import median_seconds
 
 import graphopt
 from graphopt.builder import GraphBuilder
@@ -33,14 +33,6 @@ except ImportError:
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def median_seconds(function, repeat: int) -> float:
-    function()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def chain_module(n: int):

@@ -9,6 +9,7 @@ import argparse
 import time
 
 import numpy as np
+from timing import median_seconds
 from graphopt.lowering.jit import aligned_array, aligned_empty, compile_kernel
 
 N = 2**24
@@ -32,14 +33,6 @@ func.func @fused_chain(%x: memref<{N}xf32>, %w: memref<{N}xf32>, %b: memref<{N}x
 }}"""
 
 
-def median_ms(run, repeats: int) -> float:
-    run()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)) * 1e3
 
 
 def main() -> None:
@@ -66,9 +59,9 @@ def main() -> None:
     numpy_op_by_op()
     np.testing.assert_allclose(out, np.maximum(x * w + b, 0) * 0.5 + x, rtol=1e-6)
 
-    jit_ms = median_ms(lambda: kernel(x, w, b, out), repeats)
-    numpy_ms = median_ms(numpy_op_by_op, repeats)
-    copy_ms = median_ms(lambda: np.copyto(out, x), repeats)
+    jit_ms = median_seconds(lambda: kernel(x, w, b, out), repeats) * 1e3
+    numpy_ms = median_seconds(numpy_op_by_op, repeats) * 1e3
+    copy_ms = median_seconds(lambda: np.copyto(out, x), repeats) * 1e3
     print(f"relu(x*w+b)*0.5+x, 2^24 f32, median of {repeats} (compile {compile_ms:.0f} ms)")
     print(f"  JIT kernel          {jit_ms:7.2f} ms")
     print(f"  NumPy op by op      {numpy_ms:7.2f} ms   JIT is {numpy_ms / jit_ms:.2f}x faster")

@@ -7,9 +7,9 @@ error of each kernel against NumPy in float64.
 """
 
 import argparse
-import time
 
 import numpy as np
+from timing import median_seconds
 from graphopt.lowering.jit import aligned_array, aligned_empty, compile_kernel
 
 N = 2**22
@@ -39,14 +39,6 @@ func.func @kernel(%in: memref<{N}xf32>, %out: memref<{N}xf32>) {{
 }}"""
 
 
-def median_ms(run, repeats: int) -> float:
-    run()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)) * 1e3
 
 
 def main() -> None:
@@ -81,8 +73,8 @@ def compare(name: str, kernel, numpy_version, x: np.ndarray, repeats: int) -> No
     kernel(x, out)
     numpy_version(x, expected)
     error = np.max(np.abs(out.astype(np.float64) - expected) / np.maximum(np.abs(expected.astype(np.float64)), 1e-37))
-    jit_ms = median_ms(lambda: kernel(x, out), repeats)
-    numpy_ms = median_ms(lambda: numpy_version(x, expected), repeats)
+    jit_ms = median_seconds(lambda: kernel(x, out), repeats) * 1e3
+    numpy_ms = median_seconds(lambda: numpy_version(x, expected), repeats) * 1e3
     print(f"  {name:8} JIT {jit_ms:6.2f} ms   NumPy {numpy_ms:6.2f} ms   NumPy / JIT = {numpy_ms / jit_ms:5.2f}"
           f"   max rel. error vs NumPy {error:.1e}")
 
