@@ -41,6 +41,12 @@ def _convert_cf_to_llvm() -> type[ModulePass]:
     return ConvertCfToLLVMPass
 
 
+def _fuse_row_loops() -> type[ModulePass]:
+    from graphopt.lowering.fuse_row_loops import FuseRowLoopsPass
+
+    return FuseRowLoopsPass
+
+
 def _convert_graph_to_cuda() -> type[ModulePass]:
     from graphopt.lowering.graph_to_cuda import ConvertGraphToCudaPass
 
@@ -57,6 +63,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """graphopt's lowering passes by name, imported lazily (as xDSL does for its own)."""
     return {
         "convert-graph-to-linalg": _convert_graph_to_linalg,
+        "fuse-row-loops": _fuse_row_loops,
         "convert-arith-to-llvm": _convert_arith_to_llvm,
         "convert-math-to-llvm": _convert_math_to_llvm,
         "convert-memref-to-llvm": _convert_memref_to_llvm,

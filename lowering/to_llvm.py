@@ -5,6 +5,7 @@ from graphopt.lowering.convert_cf_to_llvm import ConvertCfToLLVMPass
 from graphopt.lowering.convert_func_to_llvm import ConvertFuncToLLVMPass
 from graphopt.lowering.convert_math_to_llvm import ConvertMathToLLVMPass
 from graphopt.lowering.convert_memref_to_llvm import ConvertMemRefToLLVMPass
+from graphopt.lowering.fuse_row_loops import FuseRowLoopsPass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
@@ -20,6 +21,7 @@ def to_llvm_passes(alignment: int = 64) -> list[ModulePass]:
     return [
         LinalgGeneralizeNamedOpsPass(),
         ConvertLinalgToLoopsPass(),
+        FuseRowLoopsPass(),
         LowerAffinePass(),
         ConvertScfToCf(),
         ConvertArithToLLVMPass(),

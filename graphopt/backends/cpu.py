@@ -2,7 +2,8 @@
 
 Kernels of one `compile` call are JIT-compiled together (one LLVM module). A large kernel that
 is row-parallel (`lowering/row_split.py`) also gets row-chunk variants and runs as `threads`
-chunks at once on a thread pool; ctypes releases the GIL while kernels run.
+chunks at once on a thread pool; ctypes releases the GIL while kernels run. A row-local kernel
+is marked `graph.row_local`, so its loop nests run row by row in one loop (`fuse-row-loops`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 
@@ -19,6 +20,7 @@ from graphopt.backends import Backend, Kernel
 from graphopt.backends.costs import group_work, machine
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy
+from graphopt.lowering.fuse_row_loops import ROW_LOCAL_ATTR, is_row_local
 from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, Unsupported, lower_group
 from graphopt.lowering.jit import ArgumentSpec, KernelArgumentError, aligned_array, compile_module
 from graphopt.lowering.row_split import RowSplit, row_chunk_kernel, row_split
@@ -80,6 +82,8 @@ class KernelPlan:
     def __init__(self, kernel: FuncOp, threads: int):
         self.kernel = kernel
         self.name = kernel.sym_name.data
+        if is_row_local(kernel):
+            kernel.attributes[ROW_LOCAL_ATTR] = UnitAttr()  # its row loops merge (fuse-row-loops)
         self.constants = [
             aligned_array(dense_to_numpy(attrs.data[CONSTANT_ARG_ATTR]), alignment=ALIGNMENT)
             for attrs in (kernel.arg_attrs.data if kernel.arg_attrs else [])
