@@ -545,7 +545,7 @@ def lower_group_to_cuda(op: Operation, name: str | None = None) -> CudaKernel:
     members = list(op.body.block.ops) if isinstance(op, graph.FusedOp) else [op]
     if any(isinstance(member, (graph.Conv2dOp, graph.Pool2dOp)) for member in members):
         raise Unsupported("cuda: convolution and pooling are not lowered to CUDA yet")
-    function = lower_group(op, name, block_contractions=False)
+    function = lower_group(op, name, cpu_schedules=False)
     _check_math(function)
     del function.attributes[LINALG_KERNEL_ATTR]
     function.attributes[cuda.KERNEL_ATTR] = UnitAttr()

@@ -562,10 +562,11 @@ class LoopBody:
 class Kernel:
     """The function of one group: argument buffers, temporaries, and the generics over them."""
 
-    def __init__(self, group: Group, block_contractions: bool = True):
+    def __init__(self, group: Group, cpu_schedules: bool = True):
         self.group = group
-        self.block_contractions = block_contractions
-        """Whether contractions may loop in cache blocks (CPU) or must stay one plain nest (CUDA)."""
+        self.cpu_schedules = cpu_schedules
+        """Whether to use the CPU's loop schedules (blocked matmul; softmax storing its exp terms),
+        or plain one-output nests a GPU lowering maps onto threads."""
         constants = [
             op.result
             for op in group.ops
@@ -699,14 +700,19 @@ def _source(kernel: Kernel, x: SSAValue, out: SSAValue) -> SSAValue:
 
 
 def _row_statistic(
-    kernel: Kernel, x: SSAValue, reduced: set[int], combine: type[Operation], identity: float, term
+    kernel: Kernel, x: SSAValue, reduced: set[int], combine: type[Operation], identity: float, term,
+    terms_into: SSAValue | None = None,
 ) -> SSAValue:
-    """A buffer over the kept dims of `x`: `identity` combined with `term(body)` over the reduced dims."""
+    """A buffer over the kept dims of `x`: `identity` combined with `term(body)` over the reduced
+    dims; with `terms_into`, each term is also stored there (at its element of `x`)."""
     shape = _shape(x)
+    dims = _dims(len(shape))
     row = kernel.temporary([size for i, size in enumerate(shape) if i not in reduced], _element(x))
     kernel.fill(row, identity)
-    body = kernel.loop(shape, [(row, _kept(_dims(len(shape)), reduced))], reduced)
-    body.finish([_accumulate(combine)(body, None, body.output(0), term(body))])
+    outputs = [(row, _kept(dims, reduced))] + ([(terms_into, dims)] if terms_into is not None else [])
+    body = kernel.loop(shape, outputs, reduced)
+    value = term(body)
+    body.finish([_accumulate(combine)(body, None, body.output(0), value)] + ([value] if terms_into is not None else []))
     return row
 
 
@@ -724,7 +730,8 @@ class RowMath:
 
 
 def _lower_softmax(kernel: Kernel, op: graph.AxisNormalizationOp, out: SSAValue) -> None:
-    """Row max, row sum of exp(x - max), then exp(x - max) / sum (log_softmax: x - max - log sum)."""
+    """Row max, row sum of exp(x - max) (softmax also stores each exp in out), then out / sum
+    (log_softmax: x - max - log sum)."""
     x, element = op.x, _element(op.x)
     reduced = {op.get("axis") % len(_shape(x))}
     src = _source(kernel, x, out)
@@ -734,13 +741,18 @@ def _lower_softmax(kernel: Kernel, op: graph.AxisNormalizationOp, out: SSAValue)
         return m(arith.SubfOp, body.read(src, body.dims), body.read(row_max, _kept(body.dims, reduced)))
 
     row_max = _row_statistic(kernel, x, reduced, arith.MaximumfOp, -math.inf, lambda body: body.read(src, body.dims))
+    is_softmax = isinstance(op, graph.SoftmaxOp)
+    store_terms = is_softmax and kernel.cpu_schedules
     row_sum = _row_statistic(
-        kernel, x, reduced, arith.AddfOp, 0.0, lambda body: body.emit(mathd.ExpOp(shifted(body, row_max)))
+        kernel, x, reduced, arith.AddfOp, 0.0, lambda body: body.emit(mathd.ExpOp(shifted(body, row_max))),
+        terms_into=out if store_terms else None,
     )
     body = kernel.parallel(out)
     m = RowMath(body, element)
     total = body.read(row_sum, _kept(body.dims, reduced))
-    if isinstance(op, graph.SoftmaxOp):
+    if store_terms:
+        result = m(arith.DivfOp, body.output(0), total)
+    elif is_softmax:
         result = m(arith.DivfOp, m(mathd.ExpOp, shifted(body, row_max)), total)
     else:
         result = m(arith.SubfOp, shifted(body, row_max), m(mathd.LogOp, total))
@@ -788,7 +800,7 @@ def _lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
     rank = len(out_shape)
     m_size, k_size, n_size = out_shape[-2], _shape(op.a)[-1], out_shape[-1]
     kernel.fill(out, 0)
-    blocks = _matmul_blocks(m_size, k_size, n_size) if kernel.block_contractions else None
+    blocks = _matmul_blocks(m_size, k_size, n_size) if kernel.cpu_schedules else None
     if blocks is None:
         dims = _dims(rank + 1)
         batch, (m, k, n) = dims[: rank - 2], dims[rank - 2 :]
@@ -1007,15 +1019,15 @@ def replace_module_contents(module: ModuleOp, ops: list[Operation]) -> None:
     module.body.block.add_ops(ops)
 
 
-def lower_group(op: Operation, name: str | None = None, block_contractions: bool = True) -> func.FuncOp:
+def lower_group(op: Operation, name: str | None = None, cpu_schedules: bool = True) -> func.FuncOp:
     """The kernel of a `graph.fused` or of a single graph op (named `name`, default: the group's).
 
-    `block_contractions=False` keeps a matmul one plain loop nest (for the CUDA lowering,
-    which tiles it itself). Raises Unsupported with the reason when the group cannot be lowered.
+    `cpu_schedules=False` keeps plain one-output loop nests (for the CUDA lowering, which
+    tiles matmuls and reduces rows itself). Raises Unsupported with the reason when the group cannot be lowered.
     """
     group = Group.of(op, name)
     heavy = _check_ops(group)
-    kernel = Kernel(group, block_contractions)
+    kernel = Kernel(group, cpu_schedules)
     if heavy:
         _lower_anchored(kernel, heavy[0])
     else:
