@@ -33,8 +33,6 @@ except ImportError:
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-
-
 def chain_module(n: int):
     b = GraphBuilder()
     x, w, bias = b.input("x", (n,)), b.input("w", (n,)), b.input("b", (n,))

@@ -33,8 +33,6 @@ func.func @fused_chain(%x: memref<{N}xf32>, %w: memref<{N}xf32>, %b: memref<{N}x
 }}"""
 
 
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=30)

@@ -39,8 +39,6 @@ func.func @kernel(%in: memref<{N}xf32>, %out: memref<{N}xf32>) {{
 }}"""
 
 
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=30)
