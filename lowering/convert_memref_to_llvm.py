@@ -89,12 +89,18 @@ class LowerStore(RewritePattern):
         replace_with_llvm(rewriter, op, [*ops, llvm.StoreOp(value, address)], None)
 
 
+def static_memref_type(value: SSAValue) -> MemRefType:
+    """The type of a statically shaped and strided memref value (else an error)."""
+    type_ = value.type
+    assert isinstance(type_, MemRefType)
+    static_layout(type_)
+    return type_
+
+
 class LowerAlloca(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.AllocaOp, rewriter: PatternRewriter, /):
-        type_ = op.memref.type
-        assert isinstance(type_, MemRefType)
-        static_layout(type_)
+        type_ = static_memref_type(op.memref)
         function: Operation = op
         while not isinstance(parent := function.parent_op(), ModuleOp):
             assert parent is not None
@@ -108,9 +114,7 @@ class LowerAlloca(RewritePattern):
 class LowerAlloc(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.AllocOp, rewriter: PatternRewriter, /):
-        type_ = op.memref.type
-        assert isinstance(type_, MemRefType)
-        static_layout(type_)
+        type_ = static_memref_type(op.memref)
         element_bytes = type_.element_type.compile_time_size
         size = -(-type_.element_count() * element_bytes // ALLOCA_ALIGNMENT) * ALLOCA_ALIGNMENT
         alignment = llvm.ConstantOp(IntegerAttr(ALLOCA_ALIGNMENT, i64), i64)

@@ -4,37 +4,17 @@ from collections.abc import Callable
 
 from xdsl.passes import ModulePass
 
+from graphopt.pass_registry import lazy_passes
 
-def _fuse() -> type[ModulePass]:
-    from graphopt.transforms.fuse import FusePass
-
-    return FusePass
-
-
-def _outline() -> type[ModulePass]:
-    from graphopt.transforms.outline import OutlinePass
-
-    return OutlinePass
-
-
-def _inline_fused() -> type[ModulePass]:
-    from graphopt.transforms.outline import InlineFusedPass
-
-    return InlineFusedPass
-
-
-def _unfuse() -> type[ModulePass]:
-    from graphopt.transforms.outline import UnfusePass
-
-    return UnfusePass
-
-
-def _partition() -> type[ModulePass]:
-    from graphopt.transforms.partition import PartitionPass
-
-    return PartitionPass
+PASSES = {
+    "fuse": ("fuse", "FusePass"),
+    "partition": ("partition", "PartitionPass"),
+    "outline": ("outline", "OutlinePass"),
+    "inline-fused": ("outline", "InlineFusedPass"),
+    "unfuse": ("outline", "UnfusePass"),
+}
 
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    """graphopt's passes by name, imported lazily (as xDSL does for its own)."""
-    return {"fuse": _fuse, "outline": _outline, "inline-fused": _inline_fused, "unfuse": _unfuse, "partition": _partition}
+    """graphopt's graph-level passes by name, imported lazily."""
+    return lazy_passes("graphopt.transforms", PASSES)
