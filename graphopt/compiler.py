@@ -3,7 +3,7 @@
     exe = graphopt.compile(module)                        # fuse + partition + lower + JIT, once
     exe = graphopt.compile(module, backends=("cpu", "reference"))
     (y,) = exe(x)                                         # NumPy arrays in, fresh arrays out
-    print(exe.report())                                   # one line per step: where it runs
+    print(exe.report())                                   # one line per step: where and how it runs
 
 The plan is a list of steps in @main's order: each `graph.fused` group, and each op left
 outside any group, runs as one kernel of a backend (`graphopt.backends`). A group whose
@@ -11,16 +11,21 @@ outside any group, runs as one kernel of a backend (`graphopt.backends`). A grou
 first of `backends` that supports it, else on the reference interpreter, and `report()`
 says why. Constants are materialized once at compile time. Intermediate buffers are planned
 at compile time (a buffer is reused once the last step reading its value has run) and
-allocated once per calling thread, so calls from several threads are safe. `threads`
+allocated once per calling thread, so calls from several threads are safe. Consecutive
+steps whose kernels are native functions (`NativeEntry`: the cpu backend's) run as one
+generated native function that calls them in turn, reading array addresses from the calling
+thread's table: a whole cpu-only module is one call from Python. `threads`
 (default: the GRAPHOPT_THREADS environment variable, else the number of CPUs) is how many
 threads a backend may use for one kernel.
 """
 
 from __future__ import annotations
 
+import ctypes
+import itertools
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,13 +33,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
-from graphopt.backends import Kernel, get_backend
+from graphopt.backends import Kernel, NativeEntry, get_backend
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.errors import GraphoptError
 from graphopt.interpreter import check_arguments
 from graphopt.lowering.graph_to_linalg import single_op_kernel_name
-from graphopt.lowering.jit import aligned_array, aligned_empty
+from graphopt.lowering.jit import CallSequence, NativeCall, aligned_array, aligned_empty
 from graphopt.parsing import make_context
 from graphopt.transforms.fuse import FusePass
 from graphopt.transforms.partition import PartitionPass
@@ -55,6 +60,8 @@ class Step:
     reason: str | None = None
     """Why the step does not run on the first backend asked for."""
     kernel: Kernel | None = None
+    native_run: int | None = None
+    """The run (index in `Executable.runs`) that calls this step's kernel from native code."""
 
 
 def compile(
@@ -95,10 +102,17 @@ class Executable:
             elif not isinstance(op, ReturnOp):
                 self.steps.append(self._step(op))
         self.results = list(self.function.body.block.last_op.operands)
-        self.produced = {v for step in self.steps for v in step.outputs}
         self._compile_kernels()
         self._plan_buffers()
-        self._workspaces = threading.local()
+        self._plan_runs()
+        self.argument_types = [(tuple(a.type.get_shape()), _dtype(a)) for a in self.function.body.block.args]
+        self.argument_slots = [self.slots[a] for a in self.function.body.block.args]
+        self.result_types = [(tuple(v.type.get_shape()), _dtype(v)) for v in self.results]
+        produced = {v for step in self.steps for v in step.outputs}
+        self.result_slots = [
+            self.slots[v] if v in produced and self.results.index(v) == i else None for i, v in enumerate(self.results)
+        ]
+        self._frames = threading.local()
 
     # -- planning ------------------------------------------------------------------------
 
@@ -156,57 +170,120 @@ class Executable:
                 if last_use.get(value) == index and value in self.slot_of and value not in step.outputs:
                     free.append(self.slot_of[value])
 
+    def _plan_runs(self) -> None:
+        """Give every value a slot in a per-thread frame, and make the steps into runs: each
+        maximal sequence of native kernels is one native call, every other step one Python call."""
+        values = [*self.function.body.block.args, *self.constants, *(v for step in self.steps for v in step.outputs)]
+        self.slots = {value: slot for slot, value in enumerate(dict.fromkeys(values))}
+        self.runs: list[Callable[[Frame], None]] = []
+        calls: list[NativeCall] = []
+        for step in self.steps:
+            native: NativeEntry | None = getattr(step.kernel, "native", None)
+            if native is None:
+                self._end_native_run(calls)
+                self.runs.append(self._python_run(step))
+                continue
+            step.native_run = len(self.runs)
+            arguments = [self.slots[v] for v in step.inputs], [(c.ctypes.data,) for c in native.constants], [self.slots[v] for v in step.outputs]
+            calls.append(NativeCall(native.address, tuple(itertools.chain(*arguments))))
+        self._end_native_run(calls)
+
+    def _end_native_run(self, calls: list[NativeCall]) -> None:
+        if calls:
+            sequence = CallSequence(calls)
+            self.runs.append(lambda frame: sequence.function(frame.table))
+            calls.clear()
+
+    def _python_run(self, step: Step) -> Callable[[Frame], None]:
+        kernel, inputs, outputs = step.kernel, [self.slots[v] for v in step.inputs], [self.slots[v] for v in step.outputs]
+        return lambda frame: kernel([frame.arrays[i] for i in inputs], [frame.arrays[o] for o in outputs])
+
     # -- running -------------------------------------------------------------------------
 
     def __call__(self, *arrays, out: Sequence[np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
         """Run on `arrays`; results are fresh arrays, or written into `out` (one per result)."""
-        values: dict[SSAValue, np.ndarray] = dict(self.constants)
-        args = check_arguments(self.function, arrays)
-        values.update(zip(self.function.body.block.args, (_kernel_ready(a) for a in args)))
-        values.update(self._workspace())
+        frame = self._frame()
+        for slot, array in zip(self.argument_slots, self._arguments(arrays)):
+            if frame.bind(slot, array) % ALIGNMENT or not array.flags.c_contiguous:
+                frame.bind(slot, aligned_array(array, alignment=ALIGNMENT))  # a copy kernels can read
         results = self._result_arrays(out)
-        values.update((v, a) for v, a in zip(self.results, results) if v in self.produced)
-        for step in self.steps:
-            step.kernel([values[v] for v in step.inputs], [values[v] for v in step.outputs])
-        for value, array in zip(self.results, results):
-            if values[value] is not array:  # an argument, a constant, or a value returned twice
-                np.copyto(array, values[value])
+        for index, (slot, array) in enumerate(zip(self.result_slots, results)):
+            address = frame.bind(slot, array) if slot is not None else array.ctypes.data
+            if address % ALIGNMENT:
+                raise GraphoptError(self._bad_out_message(index))
+        for run in self.runs:
+            run(frame)
+        for value, slot, array in zip(self.results, self.result_slots, results):
+            if slot is None:  # an argument, a constant, or a value returned twice
+                np.copyto(array, frame.arrays[self.slots[value]])
         return results
 
-    def _result_arrays(self, out: Sequence[np.ndarray] | None) -> tuple[np.ndarray, ...]:
+    def _arguments(self, arrays: Sequence[object]) -> Sequence[np.ndarray]:
+        """The arrays themselves when they have the argument types, else converted (or an error)."""
+        if len(arrays) == len(self.argument_types) and all(
+            isinstance(a, np.ndarray) and a.shape == shape and a.dtype == dtype
+            for a, (shape, dtype) in zip(arrays, self.argument_types)
+        ):
+            return arrays
+        return check_arguments(self.function, arrays)
+
+    def _result_arrays(self, out: Sequence[np.ndarray] | None) -> Sequence[np.ndarray]:
         if out is None:
-            return tuple(aligned_empty(v.type.get_shape(), _dtype(v), alignment=64) for v in self.results)
+            return tuple(aligned_empty(shape, dtype, alignment=64) for shape, dtype in self.result_types)
         if len(out) != len(self.results):
             raise GraphoptError(f"out= needs {len(self.results)} arrays, got {len(out)}")
-        for index, (value, array) in enumerate(zip(self.results, out)):
-            shape, dtype = tuple(value.type.get_shape()), _dtype(value)
+        for index, (array, (shape, dtype)) in enumerate(zip(out, self.result_types)):
             if not (isinstance(array, np.ndarray) and array.shape == shape and array.dtype == dtype
-                    and array.flags.c_contiguous and array.flags.writeable and array.ctypes.data % ALIGNMENT == 0):
-                raise GraphoptError(
-                    f"out[{index}] must be a writeable, C-contiguous, {ALIGNMENT}-byte aligned "
-                    f"{dtype} array of shape {list(shape)}"
-                )
-        return tuple(out)
+                    and array.flags.c_contiguous and array.flags.writeable):
+                raise GraphoptError(self._bad_out_message(index))
+        return out
 
-    def _workspace(self) -> dict[SSAValue, np.ndarray]:
-        """This thread's views of the planned intermediate buffers, made on its first call."""
-        views = getattr(self._workspaces, "views", None)
-        if views is None:
+    def _bad_out_message(self, index: int) -> str:
+        shape, dtype = self.result_types[index]
+        return f"out[{index}] must be a writeable, C-contiguous, {ALIGNMENT}-byte aligned {dtype} array of shape {list(shape)}"
+
+    def _frame(self) -> Frame:
+        """This thread's frame: constants and its own intermediate buffers bound on its first call."""
+        frame = getattr(self._frames, "frame", None)
+        if frame is None:
+            frame = self._frames.frame = Frame(len(self.slots))
+            for value, array in self.constants.items():
+                frame.bind(self.slots[value], array)
             buffers = [aligned_empty(size, np.uint8, alignment=64) for size in self.buffer_sizes]
-            views = {
-                value: buffers[slot][: _nbytes(value)].view(_dtype(value)).reshape(value.type.get_shape())
-                for value, slot in self.slot_of.items()
-            }
-            self._workspaces.views = views
-        return views
+            for value, slot in self.slot_of.items():
+                view = buffers[slot][: _nbytes(value)].view(_dtype(value)).reshape(value.type.get_shape())
+                frame.bind(self.slots[value], view)
+        return frame
 
     def report(self) -> str:
-        """One line per step: its name, where it runs and, for the reference, why."""
+        """One line per step: its name, where it runs, the native run that calls it, and for a
+        step not on the first backend asked for, why."""
         lines = []
         for step in self.steps:
+            run = f"  [native run {step.native_run}]" if step.native_run is not None else ""
             why = f"  ({step.reason})" if step.reason else ""
-            lines.append(f"{step.name:<40} {step.backend}{why}")
+            lines.append(f"{step.name:<40} {step.backend}{run}{why}")
         return "\n".join(lines)
+
+
+class Frame:
+    """One thread's arrays, one per value slot, and their data addresses: the table native runs read.
+
+    A frame keeps the arrays of the last call bound, so an array passed again (the same object)
+    costs no new address lookup; holding it also keeps its data where it is.
+    """
+
+    def __init__(self, slots: int):
+        self.arrays: list[np.ndarray | None] = [None] * slots
+        self.addresses = (ctypes.c_int64 * slots)()
+        self.table = ctypes.addressof(self.addresses)
+
+    def bind(self, slot: int, array: np.ndarray) -> int:
+        """Bind `array` to `slot`; returns its data address."""
+        if self.arrays[slot] is not array:
+            self.arrays[slot] = array
+            self.addresses[slot] = array.ctypes.data
+        return self.addresses[slot]
 
 
 def _entry_function(module: ModuleOp, entry: str) -> FuncOp:
@@ -222,11 +299,3 @@ def _dtype(value: SSAValue) -> np.dtype:
 
 def _nbytes(value: SSAValue) -> int:
     return int(np.prod(value.type.get_shape(), dtype=np.int64)) * _dtype(value).itemsize
-
-
-def _kernel_ready(array: np.ndarray) -> np.ndarray:
-    """The array itself when a kernel can read it in place, else an aligned contiguous copy."""
-    if array.flags.c_contiguous and array.ctypes.data % ALIGNMENT == 0:
-        return array
-    return aligned_array(array, alignment=ALIGNMENT)
-

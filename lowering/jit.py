@@ -7,11 +7,18 @@
 A kernel checks its arguments (dtype, shape, C-contiguity, alignment, written buffers that
 overlap others) and raises `KernelArgumentError`. Compiled modules are cached for the process
 by their printed IR, so an identical kernel compiles once.
+
+A `CallSequence` is one native function that calls several compiled kernels in a
+row, reading their array addresses from a table, so a runtime crosses from Python into native
+code once for all of them:
+
+    run = CallSequence([NativeCall(k0.address, (0, 1, 2)), NativeCall(k1.address, (2, 3))])
+    run.function(table.ctypes.data)                # table: int64 addresses, one per slot
 """
 
 import ctypes
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -90,6 +97,7 @@ class Kernel:
         self.written = written
         self.alignment = alignment
         self._owner = owner  # keeps the execution engine, and so the code, alive
+        self.address = address
         argtypes = [ctypes.c_void_p if a.shape is not None else CTYPES_BY_DTYPE[a.dtype] for a in arguments]
         restype = scalar_type(result)[1] if result is not None else None
         self._cfunc = ctypes.CFUNCTYPE(restype, *argtypes)(address)
@@ -255,3 +263,41 @@ def compile_kernel(module: ModuleOp | str, name: str | None = None, alignment: i
 def optimized_llvm_ir(module: ModuleOp | str, alignment: int = 64) -> str:
     """The LLVM IR of a kernel module after O3 for the host CPU (what `compile_module` runs)."""
     return compile_module(module, alignment).llvm_ir
+
+
+@dataclass(frozen=True)
+class NativeCall:
+    """A call of the C function at `address` (`void f(void *, ...)`): each argument is the address
+    held in a table slot (an int) or a fixed address (a one-element tuple)."""
+
+    address: int
+    arguments: tuple[int | tuple[int], ...]
+
+
+class CallSequence:
+    """`void run(int64_t *table)`: the calls, in order, compiled into one native function."""
+
+    def __init__(self, calls: Sequence[NativeCall]):
+        self.llvm_ir = _call_sequence_ir(calls)
+        target_machine = host_target_machine()
+        llvm_module = llvm_binding.parse_assembly(self.llvm_ir)
+        llvm_module.verify()
+        self._engine = llvm_binding.create_mcjit_compiler(llvm_module, target_machine)
+        self._engine.finalize_object()
+        self.function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self._engine.get_function_address("run"))
+        """Call with the table's address (an int)."""
+
+
+def _call_sequence_ir(calls: Sequence[NativeCall]) -> str:
+    slots = sorted({a for call in calls for a in call.arguments if isinstance(a, int)})
+    lines = ["define void @run(ptr %table) {"]
+    for slot in slots:
+        lines.append(f"  %slot{slot}.at = getelementptr inbounds i64, ptr %table, i64 {slot}")
+        lines.append(f"  %slot{slot} = load ptr, ptr %slot{slot}.at, align 8")
+    for call in calls:
+        arguments = ", ".join(
+            f"ptr %slot{a}" if isinstance(a, int) else f"ptr inttoptr (i64 {a[0]} to ptr)" for a in call.arguments
+        )
+        lines.append(f"  call void inttoptr (i64 {call.address} to ptr)({arguments})")
+    lines += ["  ret void", "}"]
+    return "\n".join(lines) + "\n"

@@ -260,8 +260,9 @@ def test_graph_run_backends_agree_and_report(add_relu: Path, capsys):
     assert compiled == run_in_process(graph_run.main, add_relu, "--backend", "reference", capsys=capsys)
     _, fused, _ = run_in_process(graph_run.main, add_relu, "--report", capsys=capsys)
     _, unfused, _ = run_in_process(graph_run.main, add_relu, "--report", "--no-fuse", capsys=capsys)
-    assert [line.split() for line in fused.splitlines()[:1]] == [["fused_add_relu_0", "cpu"]]
-    assert [line.split() for line in unfused.splitlines()[:2]] == [["add_0", "cpu"], ["relu_1", "cpu"]]
+    assert fused.splitlines()[:1] == [f"{'fused_add_relu_0':<40} cpu  [native run 0]"]
+    assert [line.split()[:2] for line in unfused.splitlines()[:2]] == [["add_0", "cpu"], ["relu_1", "cpu"]]
+    assert all(line.endswith("[native run 0]") for line in unfused.splitlines()[:2])  # one call for both
 
 
 def test_graph_run_check(add_relu: Path):

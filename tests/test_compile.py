@@ -336,6 +336,32 @@ def test_repeated_calls_reuse_buffers_without_mixing_results(fuse):
     compare(results[0], results[-1], {"rtol": 0, "atol": 0})
 
 
+def test_same_array_objects_changed_in_place_between_calls():
+    """The runtime reuses the address of an array passed again; its new contents must count."""
+    module = chain_module()
+    executable = graphopt.compile(module)
+    inputs = chain_inputs(0)
+    out = executable(*inputs)
+    for seed in (5, 6):
+        for given, fresh in zip(inputs, chain_inputs(seed)):
+            given[...] = fresh
+        executable(*inputs, out=out)
+        compare(out, graphopt.interpret(module, *inputs), F32_REDUCE)
+
+
+def test_native_runs_are_broken_by_steps_called_from_python():
+    """cpu kernels run from native code; a reference step between them is called from Python."""
+    b = GraphBuilder()
+    x = b.input("x", [5, 7])
+    rounded = b.cast(b.cast(b.tanh(b.reduce_max(b.exp(b.relu(x)), axes=[1])), "f16"), "f32")
+    module = b.finish(b.neg(rounded))
+    executable = graphopt.compile(module, fuse=False)
+    runs = [line.partition("[")[2].rstrip("]") or line.split()[1] for line in executable.report().splitlines()]
+    assert runs == ["native run 0"] * 4 + ["reference"] * 2 + ["native run 3"], executable.report()
+    inputs = [sample("5x7xf32", 3)]
+    compare(executable(*inputs), graphopt.interpret(module, *inputs), F32_REDUCE)
+
+
 def misaligned(array: np.ndarray) -> np.ndarray:
     """A copy of `array` whose data starts 4 bytes past a 16-byte boundary."""
     buffer = aligned_empty(array.nbytes + 4, np.uint8, alignment=16)

@@ -5,7 +5,9 @@ import math
 import numpy as np
 import pytest
 from graphopt.lowering.jit import (
+    CallSequence,
     KernelArgumentError,
+    NativeCall,
     aligned_array,
     aligned_empty,
     compile_kernel,
@@ -394,6 +396,19 @@ def test_elementwise_loop_is_vectorized():
     ir = optimized_llvm_ir(THREE_ARRAY_KERNEL)
     assert "<16 x float>" in ir or "<8 x float>" in ir
     assert "inttoptr" not in ir
+
+
+def test_call_sequence_calls_kernels_in_order_on_table_and_fixed_addresses():
+    kernel = compile_kernel(THREE_ARRAY_KERNEL)
+    x, y, z, t, u = (aligned_array(rng.standard_normal(4096).astype(np.float32)) for _ in range(5))
+    fixed = aligned_array(np.full(4096, 2.0, np.float32))
+    table = np.array([a.ctypes.data for a in (x, y, z, t, u)], np.int64)
+    # t = x * y + z, then u = t * 2 + x: the second call reads what the first wrote
+    run = CallSequence([NativeCall(kernel.address, (0, 1, 2, 3)), NativeCall(kernel.address, (3, (fixed.ctypes.data,), 0, 4))])
+    run.function(table.ctypes.data)
+    np.testing.assert_allclose(t, x * y + z, **F32)
+    np.testing.assert_allclose(u, (x * y + z) * 2 + x, **F32)
+    assert run.llvm_ir.count("call void") == 2
 
 
 def test_argument_checks():

@@ -10,6 +10,10 @@ preallocated output arrays, which it fills:
         (kernel,) = backend.compile([group], threads=2)
         kernel([x, w], [out])
 
+A kernel that is one native function may say so with a `native` attribute (a `NativeEntry`):
+the runtime then calls it, and its native neighbours, from one generated native function
+instead of from Python.
+
 New backends register with `register_backend(MyBackend())`, or from another package through
 the `graphopt.backends` entry-point group (each entry point names a Backend subclass).
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from importlib.metadata import entry_points
+from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 import numpy as np
@@ -30,6 +35,15 @@ from graphopt.errors import GraphoptError
 class Kernel(Protocol):
     def __call__(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> None:
         """Compute the group's outputs into `outputs` (C-contiguous, 16-byte aligned arrays)."""
+
+
+@dataclass(frozen=True)
+class NativeEntry:
+    """A kernel as the C function `void f(void *...)` at `address`, called with the data
+    addresses of the group's inputs, then of `constants`, then of the group's outputs."""
+
+    address: int
+    constants: tuple[np.ndarray, ...]
 
 
 class Backend(ABC):

@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 
-from graphopt.backends import Backend, Kernel
+from graphopt.backends import Backend, Kernel, NativeEntry
 from graphopt.backends.costs import group_work, machine
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy
@@ -105,18 +105,23 @@ class KernelPlan:
 
     def bind(self, compiled, pool: ThreadPoolExecutor | None) -> CpuKernel:
         chunks = [(compiled[name].unchecked, begin) for name, begin in self.chunks]
-        return CpuKernel(compiled[self.name].unchecked, self.constants, self.split, chunks, pool)
+        return CpuKernel(compiled[self.name], self.constants, self.split, chunks, pool)
 
 
 class CpuKernel:
-    """Calls a JIT-compiled kernel on array addresses (the runtime checked shapes and dtypes)."""
+    """Calls a JIT-compiled kernel on array addresses (the runtime checked shapes and dtypes).
 
-    def __init__(self, function, constants, split: RowSplit | None, chunks, pool: ThreadPoolExecutor | None):
-        self.function = function
+    A kernel that runs whole on the calling thread is `native`: the runtime may call it from
+    native code; one split into row chunks runs them on the pool.
+    """
+
+    def __init__(self, kernel, constants, split: RowSplit | None, chunks, pool: ThreadPoolExecutor | None):
+        self.function = kernel.unchecked
         self.constants = constants
         self.split = split
         self.chunks = chunks
         self.pool = pool
+        self.native = None if chunks else NativeEntry(kernel.address, tuple(constants))
 
     def __call__(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> None:
         addresses = [a.ctypes.data for a in (*inputs, *self.constants, *outputs)]
