@@ -53,9 +53,6 @@ from onnx import numpy_helper
 import graphopt
 from graphopt.backends.measure import cpu_model
 from graphopt.dialects import graph
-from graphopt.parsing import make_context
-from graphopt.transforms.fuse import FusePass
-from graphopt.transforms.partition import PartitionPass
 
 from cpu_codegen import numpy_layer_norm, numpy_softmax
 
@@ -218,10 +215,8 @@ def workloads(rng: np.random.Generator) -> list[Workload]:
 
 def compile_partitioned(module, threads: int, cost_cache: str) -> graphopt.Executable:
     """Fusion, then the partition pass over cpu and blas by measured costs (Collage's search)."""
-    module = module.clone()
-    FusePass().apply(make_context(), module)
-    PartitionPass(backends=PARTITION_BACKENDS, search="cost", measure=True, cache=cost_cache).apply(make_context(), module)
-    return graphopt.compile(module, backends=PARTITION_BACKENDS, fuse=False, threads=threads)
+    return graphopt.compile(module, backends=PARTITION_BACKENDS, search="cost", measure=True, cost_cache=cost_cache,
+                            threads=threads)
 
 
 def has_anchor(module) -> bool:

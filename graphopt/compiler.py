@@ -2,6 +2,7 @@
 
     exe = graphopt.compile(module)                        # fuse + partition + lower + JIT, once
     exe = graphopt.compile(module, backends=("cpu", "reference"))
+    exe = graphopt.compile(module, backends=("cpu", "blas"), search="cost", measure=True)  # Collage
     (y,) = exe(x)                                         # NumPy arrays in, fresh arrays out
     print(exe.report())                                   # one line per step: where and how it runs
 
@@ -71,14 +72,23 @@ def compile(
     entry: str = "main",
     threads: int | None = None,
     search: str = "greedy",
+    measure: bool = False,
+    cost_cache: str | os.PathLike | None = None,
 ) -> Executable:
-    """Compile `module`'s `entry` function; see the module docstring."""
+    """Compile `module`'s `entry` function; see the module docstring.
+
+    With `fuse`, fusion then the partition pass place groups on `backends`: `search` "greedy"
+    (the first backend accepting a group) or "cost" (the cheapest cover, by each backend's
+    estimate, or with `measure` by timings cached in `cost_cache`, by default graphopt's
+    user cache file; see `graphopt.backends.measure`).
+    """
     for name in backends:
         get_backend(name)
     module = module.clone()
     if fuse:
         FusePass().apply(make_context(), module)
-        PartitionPass(backends=tuple(backends), search=search).apply(make_context(), module)
+        partition = PartitionPass(backends=tuple(backends), search=search, measure=measure, cache=os.fspath(cost_cache or ""))
+        partition.apply(make_context(), module)
     if threads is None:
         threads = int(os.environ.get("GRAPHOPT_THREADS", os.cpu_count() or 1))
     if threads < 1:

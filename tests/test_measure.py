@@ -7,6 +7,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 from graphopt.dialects import graph
 from graphopt.transforms.fuse import FusePass
@@ -20,7 +21,6 @@ from graphopt.backends.measure import (
     canonical_text,
     default_cache_path,
     measure_all,
-    measured_cost,
 )
 from graphopt.parsing import make_context
 
@@ -42,9 +42,9 @@ def counted(monkeypatch) -> list:
     """Replace the timing by a fake (1 ms) that records each (backend name, group) measured."""
     calls = []
 
-    def fake_measure(backend, group, repeat=10):
-        calls.append((backend.name, group))
-        return 1e-3
+    def fake_measure(pairs, repeat=10, on_sample=None):
+        calls.extend((backend.name, group) for backend, group in pairs)
+        return [1e-3] * len(pairs)
 
     monkeypatch.setattr(measuring, "measure", fake_measure)
     return calls
@@ -52,9 +52,9 @@ def counted(monkeypatch) -> list:
 
 def test_round_trip_measures_once(tmp_path, counted):
     path, blas, group = tmp_path / "costs.json", get_backend("blas"), mlp_group()
-    assert measured_cost(blas, group, CostCache(path)) == 1e-3
-    assert measured_cost(blas, group, CostCache(path)) == 1e-3
-    assert measured_cost(blas, mlp_group(group_name="elsewhere"), CostCache(path)) == 1e-3
+    assert measure_all([(blas, group)], CostCache(path)) == [1e-3]
+    assert measure_all([(blas, group)], CostCache(path)) == [1e-3]
+    assert measure_all([(blas, mlp_group(group_name="elsewhere"))], CostCache(path)) == [1e-3]
     assert len(counted) == 1
     data = json.loads(path.read_text())
     assert data["format"] == measuring.FORMAT_VERSION and data["cpu"] == measuring.cpu_model()
@@ -63,9 +63,16 @@ def test_round_trip_measures_once(tmp_path, counted):
 def test_real_measurement_is_a_positive_median(tmp_path):
     cache = CostCache(tmp_path / "costs.json")
     blas, cpu, group = get_backend("blas"), get_backend("cpu"), mlp_group()
-    assert 0 < measuring.measure(blas, group, repeat=3) < 1
+    assert all(0 < seconds < 1 for seconds in measuring.measure([(blas, group), (cpu, group)], repeat=3))
     costs = measure_all([(blas, group), (cpu, group), (blas, mlp_group(x_name="y"))], cache, quiet=True)
     assert costs[0] == costs[2] and all(0 < c < 1 for c in costs)
+
+
+def test_measuring_together_orders_kernels_by_their_work():
+    """Round-robin samples of a small and a 64x larger matmul group: the larger costs more."""
+    cpu = get_backend("cpu")
+    small, large = measuring.measure([(cpu, mlp_group(rows=8)), (cpu, mlp_group(rows=512))], repeat=5)
+    assert large > 4 * small
 
 
 @pytest.mark.parametrize(
@@ -84,7 +91,7 @@ def test_corrupt_or_foreign_cache_warns_once_then_works(tmp_path, counted, conte
         warnings.simplefilter("always")
         cache = CostCache(path)
     assert len(caught) == 1 and problem in str(caught[0].message) and str(path) in str(caught[0].message)
-    assert measured_cost(get_backend("cpu"), mlp_group(), cache) == 1e-3
+    assert measure_all([(get_backend("cpu"), mlp_group())], cache) == [1e-3]
     assert len(counted) == 1
     assert json.loads(path.read_text())["cpu"] == measuring.cpu_model()
     with warnings.catch_warnings():
@@ -118,12 +125,6 @@ def test_key_ignores_ssa_and_group_names_but_not_shapes_or_backend():
     assert "another_name" not in text and "%x" not in text and "tensor<8x16xf32>" in text
 
 
-def test_estimate_when_measuring_is_off(counted):
-    blas, group = get_backend("blas"), mlp_group()
-    assert measured_cost(blas, group, None, measure=False) == blas.estimate(group)
-    assert counted == []
-
-
 def test_default_path_follows_xdg_cache_home(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert default_cache_path() == tmp_path / "graphopt" / "costs.json"
@@ -137,3 +138,28 @@ def test_progress_bar_only_on_a_terminal_and_not_quiet(tmp_path, counted, monkey
     pairs = [(get_backend("cpu"), mlp_group(rows)) for rows in (2, 3)]
     assert measure_all(pairs, CostCache(tmp_path / "costs.json"), quiet=quiet) == [1e-3, 1e-3]
     assert ("measuring kernels" in capsys.readouterr().err) == shown
+
+
+def mlp_module(rows: int = 8):
+    b = graphopt.GraphBuilder()
+    x, w, bias = b.input("x", (rows, 16)), b.input("w", (16, 32)), b.input("bias", (32,))
+    return b.finish(b.relu(b.add(b.matmul(x, w), bias)))
+
+
+def test_compile_measures_once_into_the_cache_it_is_given(tmp_path):
+    module, path = mlp_module(), tmp_path / "costs.json"
+    inputs = measuring.random_arrays([a.type for a in module.body.block.first_op.body.block.args])
+    exe = graphopt.compile(module, backends=("cpu", "blas"), search="cost", measure=True, cost_cache=path)
+    (result,) = exe(*inputs)
+    (expected,) = graphopt.interpret(module, *inputs)
+    np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-5)
+    measured = json.loads(path.read_text())["costs"]
+    assert len(measured) >= 4  # each op and the whole group, on cpu and on blas where it accepts them
+    modified = path.stat().st_mtime_ns
+    graphopt.compile(module, backends=("cpu", "blas"), search="cost", measure=True, cost_cache=path)
+    assert path.stat().st_mtime_ns == modified  # all cached: nothing measured, nothing written
+
+
+def test_cost_search_without_measuring_takes_estimates(tmp_path, counted):
+    graphopt.compile(mlp_module(), backends=("cpu", "blas"), search="cost", cost_cache=tmp_path / "costs.json")
+    assert counted == [] and not (tmp_path / "costs.json").exists()

@@ -44,7 +44,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from graphopt.backends import backend_names, get_backend
-from graphopt.backends.measure import CostCache, measured_cost
+from graphopt.backends.measure import CostCache, measure_all
 from graphopt.dialects import graph
 from graphopt.lowering.graph_to_linalg import single_op_kernel_name
 from graphopt.transforms.fuse import _GroupNamer, _sort_topologically
@@ -54,6 +54,8 @@ PIN = "graph.backend"
 REFERENCE = "reference"
 """The backend of last resort: accepts anything."""
 SEARCHES = ("greedy", "cost")
+Costs = Callable[[Sequence[tuple[str, Operation]]], list[float]]
+"""Seconds of one run of each (backend name, group), asked for together so they can be measured together."""
 
 
 # ----------------------------------------------------------------------------------------
@@ -295,11 +297,11 @@ def _is_node(op: Operation) -> bool:
 class _Partitioner:
     """The placements of one function's nodes, asking backends about candidate groups."""
 
-    def __init__(self, options: PartitionPass, flow: Dataflow, cost: Callable[[str, Operation], float]):
+    def __init__(self, options: PartitionPass, flow: Dataflow, costs: Costs):
         self.options = options
         self.flow = flow
         self.priority = options.backend_list()
-        self.cost_of = cost
+        self.costs_of = costs
         self.groups = {u.nodes: u.top for u in flow.units}
         self.pins = {i: op.attributes[PIN].data for i, op in enumerate(flow.nodes) if PIN in op.attributes}
         self._supported: dict[tuple[frozenset[int], str], bool] = {}
@@ -324,10 +326,22 @@ class _Partitioner:
             self._supported[nodes, backend] = reason is None
         return self._supported[nodes, backend]
 
-    def cost(self, nodes: frozenset[int], backend: str) -> float:
-        if (nodes, backend) not in self._costs:
-            self._costs[nodes, backend] = self._probe(nodes, lambda group: self.cost_of(backend, group))
-        return self._costs[nodes, backend]
+    def costs(self, pairs: Sequence[tuple[frozenset[int], str]]) -> list[float]:
+        """The cost of each (nodes, backend); those not known yet are asked for together."""
+        new = [pair for pair in dict.fromkeys(pairs) if pair not in self._costs]
+        groups = [self.groups.get(nodes) for nodes, _ in new]
+        detached = []
+        for index, ((nodes, _), group) in enumerate(zip(new, groups)):
+            if not isinstance(group, graph.FusedOp):
+                groups[index], _ = self.flow.build_group(nodes, "probe", outer=lambda v: v)
+                detached.append(groups[index])
+        try:
+            if new:
+                self._costs.update(zip(new, self.costs_of([(backend, g) for (_, backend), g in zip(new, groups)])))
+        finally:
+            for group in detached:
+                group.erase()
+        return [self._costs[pair] for pair in pairs]
 
     def allowed(self, nodes: Collection[int]) -> list[str]:
         """Backends that may run these nodes, by priority: the pinned one, else all listed."""
@@ -394,11 +408,13 @@ class _Partitioner:
     def by_cost(self) -> list[Placement]:
         candidates = [Candidate(u.nodes, None, 0.0) for u in self.flow.units if not u.placeable]
         whole = {u.nodes for u in self.flow.units if u.whole}
+        placed: list[tuple[frozenset[int], str]] = []
         for nodes in self._candidate_sets():
             backends = [b for b in self.allowed(nodes) if self.supports(nodes, b)]
             if not backends and (nodes in whole or self.orphans(nodes)):
                 backends = [REFERENCE]
-            candidates += [Candidate(nodes, b, self.cost(nodes, b)) for b in backends]
+            placed += [(nodes, b) for b in backends]
+        candidates += [Candidate(nodes, b, cost) for (nodes, b), cost in zip(placed, self.costs(placed))]
         chosen = search(self.flow.inputs, candidates, [*self.priority, REFERENCE], self.options.launch_penalty)
         return self._merge_touching([Placement(c.ops, c.backend) for c in chosen])
 
@@ -488,17 +504,19 @@ class PartitionPass(ModulePass):
         self._check_options()
         cache = CostCache(self.cache or None) if self.measure else None
 
-        def cost(backend: str, group: Operation) -> float:
-            return measured_cost(get_backend(backend), group, cache, measure=self.measure)
+        def costs(pairs: Sequence[tuple[str, Operation]]) -> list[float]:
+            if not self.measure:
+                return [get_backend(backend).estimate(group) for backend, group in pairs]
+            return measure_all([(get_backend(backend), group) for backend, group in pairs], cache)
 
         names = _Names(op)
         for func in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
             flow = Dataflow(func.body.block)
-            partitioner = _Partitioner(self, flow, cost)
+            partitioner = _Partitioner(self, flow, costs)
             placements = partitioner.greedy() if self.search == "greedy" else partitioner.by_cost()
             groups = _materialize(flow, flow.in_dataflow_order(placements), names)
             if self.report:
-                print(self._report(func.sym_name.data, groups, cost), file=sys.stderr)
+                print(self._report(func.sym_name.data, groups, costs), file=sys.stderr)
 
     def _check_options(self) -> None:
         registered = backend_names()
@@ -514,16 +532,18 @@ class PartitionPass(ModulePass):
         if self.launch_penalty < 0:
             raise PassFailedException(f"partition: launch-penalty must not be negative, got {self.launch_penalty}")
 
-    def _report(self, function: str, groups: list[graph.FusedOp], cost: Callable[[str, Operation], float]) -> str:
+    def _report(self, function: str, groups: list[graph.FusedOp], costs: Costs) -> str:
         """One row per group: name, ops, backend and cost, the best other backend and its cost."""
         rows = []
         for group in groups:
             chosen = group.backend.data
             others = [b for b in dict.fromkeys([*self.backend_list(), REFERENCE]) if b != chosen]
-            alternatives = sorted((cost(b, group), b) for b in others if get_backend(b).supports(group) is None)
+            backends = [chosen, *(b for b in others if get_backend(b).supports(group) is None)]
+            chosen_cost, *other_costs = costs([(b, group) for b in backends])
+            alternatives = sorted(zip(other_costs, backends[1:]))
             alternative = (alternatives[0][1], _microseconds(alternatives[0][0])) if alternatives else ("-", "-")
             ops = sum(_is_node(o) for o in group.body.block.ops)
-            rows.append((group.group_name.data, str(ops), chosen, _microseconds(cost(chosen, group)), *alternative))
+            rows.append((group.group_name.data, str(ops), chosen, _microseconds(chosen_cost), *alternative))
         header = ("group", "ops", "backend", "cost", "alternative", "cost")
         widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
         costs = "measured" if self.measure else "estimated"

@@ -1,22 +1,24 @@
 """Measured costs: a group timed alone on a backend, the medians cached on disk.
 
     cache = CostCache()                                   # ~/.cache/graphopt/costs.json
-    seconds = measured_cost(get_backend("blas"), group, cache)        # measured once, then cached
-    seconds = measured_cost(get_backend("blas"), group, cache, measure=False)  # backend.estimate
-    costs = measure_all([(cpu, g1), (blas, g1), (cpu, g2)], cache)    # progress bar on a terminal
+    costs = measure_all([(cpu, g1), (blas, g1), (cpu, g2)], cache)
+    # the missing ones measured together, then cached; a progress bar on a terminal
 
 A cache entry is keyed by the group's canonical text (the group printed alone with its shapes,
 without SSA names or its own name), the backend's name and the thread count, in a file written
 for one CPU model and format version. Each new measurement rewrites the file atomically (a
 temporary file, then os.replace). A corrupt file, or one written for another CPU or format,
-is ignored with one warning and rewritten at the next measurement.
+is ignored with one warning and rewritten at the next measurement. Without measuring, the
+partitioner takes each backend's analytic `estimate` instead.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
+import math
 import os
 import platform
 import statistics
@@ -24,7 +26,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -34,12 +36,17 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region
 from xdsl.printer import Printer
 
-from graphopt.backends import Backend
+from graphopt.backends import Backend, Kernel
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import numpy_dtype
 from graphopt.lowering.jit import aligned_array, aligned_empty
 
 FORMAT_VERSION = 1
+REPEAT = 10
+"""Samples per measured kernel; its cost is their median."""
+MIN_SAMPLE_SECONDS = 2e-4
+"""A sample runs its kernel at least this long, so the timer's resolution and the Python call
+around a short kernel weigh little."""
 SMALL_INT_BOUND = 4
 """Random integer inputs lie in [0, SMALL_INT_BOUND), valid as indices of most axes."""
 
@@ -98,23 +105,53 @@ def default_threads() -> int:
     return int(os.environ.get("GRAPHOPT_THREADS", os.cpu_count() or 1))
 
 
-def measure(backend: Backend, group: Operation, repeat: int = 10) -> float:
-    """Median seconds of one run of `group`, compiled alone on `backend`, on random inputs.
+def measure(pairs: Sequence[tuple[Backend, Operation]], repeat: int = REPEAT,
+            on_sample: Callable[[], object] | None = None) -> list[float]:
+    """Median seconds of one run of each group, compiled alone on its backend, on random inputs.
 
-        seconds = measure(get_backend("blas"), group)
+        seconds = measure([(get_backend("blas"), group), (get_backend("cpu"), group)])
+
+    The groups of one backend are compiled together. Each sample runs a kernel for at least
+    MIN_SAMPLE_SECONDS (as many calls as that takes), and samples go round-robin over all the
+    kernels, so a change of load on the machine falls on all of them alike rather than on the
+    one measured at that moment. `on_sample` is called after each sample.
     """
-    function = standalone(group)
-    alone = function.body.block.first_op
-    (kernel,) = backend.compile([alone], default_threads())
-    inputs = [aligned_array(a) for a in random_arrays([a.type for a in function.body.block.args])]
-    outputs = [aligned_empty(r.type.get_shape(), numpy_dtype(r.type.get_element_type())) for r in alone.results]
-    kernel(inputs, outputs)  # warm up: page faults, lazy initialization
-    times = []
+    runs = _compiled_runs(pairs)
+    calls = [max(1, math.ceil(MIN_SAMPLE_SECONDS / _seconds_per_call(run, 1))) for run in runs]
+    samples: list[list[float]] = [[] for _ in runs]
     for _ in range(repeat):
-        start = time.perf_counter()
-        kernel(inputs, outputs)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for run, count, times in zip(runs, calls, samples):
+            times.append(_seconds_per_call(run, count))
+            if on_sample is not None:
+                on_sample()
+    return [statistics.median(times) for times in samples]
+
+
+def _compiled_runs(pairs: Sequence[tuple[Backend, Operation]]) -> list[Callable[[], None]]:
+    """For each pair, a call of its kernel on random inputs into preallocated outputs, run once."""
+    functions = [standalone(group) for _, group in pairs]
+    kernels: list[Kernel | None] = [None] * len(pairs)
+    for backend in {id(b): b for b, _ in pairs}.values():
+        positions = [i for i, (b, _) in enumerate(pairs) if b is backend]
+        compiled = backend.compile([functions[i].body.block.first_op for i in positions], default_threads())
+        for position, kernel in zip(positions, compiled, strict=True):
+            kernels[position] = kernel
+    runs = []
+    for function, kernel in zip(functions, kernels):
+        results = function.body.block.first_op.results
+        inputs = [aligned_array(a) for a in random_arrays([a.type for a in function.body.block.args])]
+        outputs = [aligned_empty(r.type.get_shape(), numpy_dtype(r.type.get_element_type())) for r in results]
+        run = functools.partial(kernel, inputs, outputs)
+        run()  # warm up: page faults, lazy initialization
+        runs.append(run)
+    return runs
+
+
+def _seconds_per_call(run: Callable[[], None], calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        run()
+    return (time.perf_counter() - start) / calls
 
 
 # ----------------------------------------------------------------------------------------
@@ -169,7 +206,10 @@ class CostCache:
         return self.costs.get(key)
 
     def put(self, key: str, seconds: float) -> None:
-        self.costs[key] = seconds
+        self.put_all({key: seconds})
+
+    def put_all(self, seconds: dict[str, float]) -> None:
+        self.costs.update(seconds)
         self._save()
 
     def _load(self) -> dict[str, float]:
@@ -212,20 +252,13 @@ class CostCache:
 
 
 def measure_all(pairs: Sequence[tuple[Backend, Operation]], cache: CostCache, quiet: bool = False) -> list[float]:
-    """Seconds of each (backend, group): cached, else measured and cached. A tqdm progress bar
-    counts the measurements when stderr is a terminal, unless `quiet`."""
+    """Seconds of each (backend, group): cached, else measured (all missing ones together) and
+    cached. A tqdm progress bar counts the samples when stderr is a terminal, unless `quiet`."""
     keys = [cache.key(backend.name, group) for backend, group in pairs]
     missing = {key: pair for key, pair in zip(keys, pairs) if cache.get(key) is None}
-    show = not quiet and sys.stderr.isatty()
-    for key, (backend, group) in tqdm(missing.items(), desc="measuring kernels", unit="kernel", disable=not show):
-        cache.put(key, measure(backend, group))
+    if missing:
+        show = not quiet and sys.stderr.isatty()
+        with tqdm(total=REPEAT * len(missing), desc="measuring kernels", unit="sample", disable=not show) as bar:
+            seconds = measure(list(missing.values()), REPEAT, on_sample=bar.update)
+        cache.put_all(dict(zip(missing, seconds)))
     return [cache.get(key) for key in keys]
-
-
-def measured_cost(backend: Backend, group: Operation, cache: CostCache | None, measure: bool = True) -> float:
-    """The cached or newly measured median seconds of `group` on `backend`; with
-    `measure=False`, the backend's analytic estimate (the cache is not used)."""
-    if not measure:
-        return backend.estimate(group)
-    (seconds,) = measure_all([(backend, group)], cache, quiet=True)
-    return seconds
