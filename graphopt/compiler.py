@@ -35,6 +35,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
 from graphopt.backends import Kernel, NativeEntry, get_backend
+from graphopt.backends.measure import default_threads
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.errors import GraphoptError
@@ -84,15 +85,16 @@ def compile(
     """
     for name in backends:
         get_backend(name)
+    if threads is None:
+        threads = default_threads()
+    if threads < 1:
+        raise GraphoptError(f"threads must be at least 1, got {threads}")
     module = module.clone()
     if fuse:
         FusePass().apply(make_context(), module)
-        partition = PartitionPass(backends=tuple(backends), search=search, measure=measure, cache=os.fspath(cost_cache or ""))
+        partition = PartitionPass(backends=tuple(backends), search=search, measure=measure,
+                                  cache=os.fspath(cost_cache or ""), threads=threads)
         partition.apply(make_context(), module)
-    if threads is None:
-        threads = int(os.environ.get("GRAPHOPT_THREADS", os.cpu_count() or 1))
-    if threads < 1:
-        raise GraphoptError(f"threads must be at least 1, got {threads}")
     return Executable(module, entry, list(backends), threads)
 
 

@@ -42,7 +42,7 @@ def counted(monkeypatch) -> list:
     """Replace the timing by a fake (1 ms) that records each (backend name, group) measured."""
     calls = []
 
-    def fake_measure(pairs, repeat=10, on_sample=None):
+    def fake_measure(pairs, repeat=10, threads=None, on_sample=None):
         calls.extend((backend.name, group) for backend, group in pairs)
         return [1e-3] * len(pairs)
 
@@ -121,6 +121,7 @@ def test_key_ignores_ssa_and_group_names_but_not_shapes_or_backend():
     assert CostCache.key("blas", mlp_group(x_name="input", group_name="another_name")) == key
     assert CostCache.key("blas", mlp_group(rows=4)) != key
     assert CostCache.key("cpu", mlp_group()) != key
+    assert CostCache.key("blas", mlp_group(), threads=1) != CostCache.key("blas", mlp_group(), threads=2)
     text = canonical_text(mlp_group(group_name="another_name"))
     assert "another_name" not in text and "%x" not in text and "tensor<8x16xf32>" in text
 

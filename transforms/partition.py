@@ -490,6 +490,8 @@ class PartitionPass(ModulePass):
     """Costs measured on this machine (cached on disk) rather than the analytic estimate."""
     cache: str = ""
     """The measured-cost cache file (default: graphopt's user cache directory)."""
+    threads: int = 0
+    """Threads the kernels will run with, when measured (0: GRAPHOPT_THREADS, else every CPU)."""
     launch_penalty: float = 5e-6
     """Seconds added per kernel by the cost search (write 0.000005: xDSL reads 5e-6 as text)."""
     max_depth: int = 4
@@ -507,7 +509,7 @@ class PartitionPass(ModulePass):
         def costs(pairs: Sequence[tuple[str, Operation]]) -> list[float]:
             if not self.measure:
                 return [get_backend(backend).estimate(group) for backend, group in pairs]
-            return measure_all([(get_backend(backend), group) for backend, group in pairs], cache)
+            return measure_all([(get_backend(backend), group) for backend, group in pairs], cache, threads=self.threads or None)
 
         names = _Names(op)
         for func in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
@@ -527,6 +529,8 @@ class PartitionPass(ModulePass):
             raise PassFailedException("partition: backends must name at least one backend")
         if self.search not in SEARCHES:
             raise PassFailedException(f'partition: search must be "greedy" or "cost", got "{self.search}"')
+        if self.threads < 0:
+            raise PassFailedException(f"partition: threads must not be negative, got {self.threads}")
         if self.max_depth < 1:
             raise PassFailedException(f"partition: max-depth must be at least 1, got {self.max_depth}")
         if self.launch_penalty < 0:

@@ -105,18 +105,18 @@ def default_threads() -> int:
     return int(os.environ.get("GRAPHOPT_THREADS", os.cpu_count() or 1))
 
 
-def measure(pairs: Sequence[tuple[Backend, Operation]], repeat: int = REPEAT,
+def measure(pairs: Sequence[tuple[Backend, Operation]], repeat: int = REPEAT, threads: int | None = None,
             on_sample: Callable[[], object] | None = None) -> list[float]:
     """Median seconds of one run of each group, compiled alone on its backend, on random inputs.
 
         seconds = measure([(get_backend("blas"), group), (get_backend("cpu"), group)])
 
-    The groups of one backend are compiled together. Each sample runs a kernel for at least
+    The groups of one backend are compiled together, for `threads` (default: `default_threads()`). Each sample runs a kernel for at least
     MIN_SAMPLE_SECONDS (as many calls as that takes), and samples go round-robin over all the
     kernels, so a change of load on the machine falls on all of them alike rather than on the
     one measured at that moment. `on_sample` is called after each sample.
     """
-    runs = _compiled_runs(pairs)
+    runs = _compiled_runs(pairs, threads or default_threads())
     calls = [max(1, math.ceil(MIN_SAMPLE_SECONDS / _seconds_per_call(run, 1))) for run in runs]
     samples: list[list[float]] = [[] for _ in runs]
     for _ in range(repeat):
@@ -127,13 +127,13 @@ def measure(pairs: Sequence[tuple[Backend, Operation]], repeat: int = REPEAT,
     return [statistics.median(times) for times in samples]
 
 
-def _compiled_runs(pairs: Sequence[tuple[Backend, Operation]]) -> list[Callable[[], None]]:
+def _compiled_runs(pairs: Sequence[tuple[Backend, Operation]], threads: int) -> list[Callable[[], None]]:
     """For each pair, a call of its kernel on random inputs into preallocated outputs, run once."""
     functions = [standalone(group) for _, group in pairs]
     kernels: list[Kernel | None] = [None] * len(pairs)
     for backend in {id(b): b for b, _ in pairs}.values():
         positions = [i for i, (b, _) in enumerate(pairs) if b is backend]
-        compiled = backend.compile([functions[i].body.block.first_op for i in positions], default_threads())
+        compiled = backend.compile([functions[i].body.block.first_op for i in positions], threads)
         for position, kernel in zip(positions, compiled, strict=True):
             kernels[position] = kernel
     runs = []
@@ -197,9 +197,9 @@ class CostCache:
         self.costs = self._load()
 
     @staticmethod
-    def key(backend_name: str, group: Operation) -> str:
-        """The entry of `group` run on backend `backend_name` with the default thread count."""
-        text = f"{backend_name}\n{default_threads()} threads\n{canonical_text(group)}"
+    def key(backend_name: str, group: Operation, threads: int | None = None) -> str:
+        """The entry of `group` run on backend `backend_name` with `threads` (default: `default_threads()`)."""
+        text = f"{backend_name}\n{threads or default_threads()} threads\n{canonical_text(group)}"
         return hashlib.sha256(text.encode()).hexdigest()
 
     def get(self, key: str) -> float | None:
@@ -251,14 +251,15 @@ class CostCache:
 # ----------------------------------------------------------------------------------------
 
 
-def measure_all(pairs: Sequence[tuple[Backend, Operation]], cache: CostCache, quiet: bool = False) -> list[float]:
+def measure_all(pairs: Sequence[tuple[Backend, Operation]], cache: CostCache, quiet: bool = False,
+                threads: int | None = None) -> list[float]:
     """Seconds of each (backend, group): cached, else measured (all missing ones together) and
     cached. A tqdm progress bar counts the samples when stderr is a terminal, unless `quiet`."""
-    keys = [cache.key(backend.name, group) for backend, group in pairs]
+    keys = [cache.key(backend.name, group, threads) for backend, group in pairs]
     missing = {key: pair for key, pair in zip(keys, pairs) if cache.get(key) is None}
     if missing:
         show = not quiet and sys.stderr.isatty()
         with tqdm(total=REPEAT * len(missing), desc="measuring kernels", unit="sample", disable=not show) as bar:
-            seconds = measure(list(missing.values()), REPEAT, on_sample=bar.update)
+            seconds = measure(list(missing.values()), REPEAT, threads, on_sample=bar.update)
         cache.put_all(dict(zip(missing, seconds)))
     return [cache.get(key) for key in keys]
