@@ -51,10 +51,10 @@ def counted(monkeypatch) -> list:
 
 
 def test_round_trip_measures_once(tmp_path, counted):
-    path, blas, group = tmp_path / "costs.json", get_backend("blas"), mlp_group()
-    assert measure_all([(blas, group)], CostCache(path)) == [1e-3]
-    assert measure_all([(blas, group)], CostCache(path)) == [1e-3]
-    assert measure_all([(blas, mlp_group(group_name="elsewhere"))], CostCache(path)) == [1e-3]
+    path, cpu, group = tmp_path / "costs.json", get_backend("cpu"), mlp_group()
+    assert measure_all([(cpu, group)], CostCache(path)) == [1e-3]
+    assert measure_all([(cpu, group)], CostCache(path)) == [1e-3]
+    assert measure_all([(cpu, mlp_group(group_name="elsewhere"))], CostCache(path)) == [1e-3]
     assert len(counted) == 1
     data = json.loads(path.read_text())
     assert data["format"] == measuring.FORMAT_VERSION and data["cpu"] == measuring.cpu_model()
@@ -73,6 +73,16 @@ def test_measuring_together_orders_kernels_by_their_work():
     cpu = get_backend("cpu")
     small, large = measuring.measure([(cpu, mlp_group(rows=8)), (cpu, mlp_group(rows=512))], repeat=5)
     assert large > 4 * small
+
+
+def test_blas_cost_is_its_gemm_plus_its_epilogue_and_the_gemm_is_shared(tmp_path, counted):
+    blas, cache, group = get_backend("blas"), CostCache(tmp_path / "costs.json"), mlp_group()
+    (matmul,) = [op for op in group.body.block.ops if isinstance(op, graph.MatmulOp)]
+    assert measure_all([(blas, matmul)], cache) == [1e-3]
+    assert measure_all([(blas, group)], cache) == [2e-3]
+    assert [(name, type(g).__name__) for name, g in counted] == [("blas", "MatmulOp"), ("cpu", "FusedOp")]
+    epilogue = counted[1][1]
+    assert [op.name for op in epilogue.body.block.ops] == ["graph.add", "graph.relu", "graph.yield"]
 
 
 @pytest.mark.parametrize(

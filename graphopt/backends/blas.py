@@ -135,6 +135,17 @@ class BlasBackend(Backend):
         epilogues = iter(_compile_epilogues([_epilogue_group(s) for s in splits if s.epilogue], threads))
         return [BlasKernel(s, next(epilogues) if s.epilogue else None) for s in splits]
 
+    def measured_parts(self, group: Operation) -> list[tuple[str, Operation]]:
+        """The anchor alone on blas, then the epilogue on the backend that runs it. Candidates
+        with the same GEMM then share one measurement of it (in the cost search, a GEMM whose
+        epilogue runs inside it and one followed by a separate cpu kernel differ only by the
+        epilogue and the launch, not by the noise of two timings of the same GEMM)."""
+        split = anchored(group)
+        if not split.epilogue:
+            return [(self.name, split.anchor)]
+        epilogue = _epilogue_group(split)
+        return [(self.name, split.anchor), (_epilogue_backend(epilogue), epilogue)]
+
     def estimate(self, group: Operation) -> float:
         """The GEMM at the BLAS rate, plus the im2col copy and the in-place epilogue pass."""
         split = anchored(group)
@@ -172,9 +183,13 @@ def _epilogue_group(split: AnchoredGroup) -> graph.FusedOp:
     return fused
 
 
+def _epilogue_backend(epilogue: graph.FusedOp) -> str:
+    return next(name for name in EPILOGUE_BACKENDS if get_backend(name).supports(epilogue) is None)
+
+
 def _compile_epilogues(groups: list[graph.FusedOp], threads: int) -> list[Kernel]:
     """One kernel per epilogue; those of one backend compiled together."""
-    placed = [next(name for name in EPILOGUE_BACKENDS if get_backend(name).supports(g) is None) for g in groups]
+    placed = [_epilogue_backend(g) for g in groups]
     kernels: list[Kernel | None] = [None] * len(groups)
     for name in dict.fromkeys(placed):
         positions = [i for i, p in enumerate(placed) if p == name]
