@@ -23,7 +23,6 @@ threads a backend may use for one kernel.
 from __future__ import annotations
 
 import ctypes
-import itertools
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -156,7 +155,7 @@ class Executable:
                 step.kernel = kernel
 
     def _plan_buffers(self) -> None:
-        """Give every intermediate value a slot in a reusable byte buffer (by liveness)."""
+        """Give every intermediate value a reusable byte buffer (by liveness): `buffer_of`."""
         last_use: dict[SSAValue, int] = {}
         for index, step in enumerate(self.steps):
             for value in step.inputs:
@@ -164,7 +163,7 @@ class Executable:
         returned = set(self.results)
         free: list[int] = []
         self.buffer_sizes: list[int] = []
-        self.slot_of: dict[SSAValue, int] = {}
+        self.buffer_of: dict[SSAValue, int] = {}
         for index, step in enumerate(self.steps):
             for value in step.outputs:
                 if value in returned:
@@ -172,15 +171,15 @@ class Executable:
                 size = _nbytes(value)
                 fitting = [b for b in free if self.buffer_sizes[b] >= size]
                 if fitting:
-                    slot = min(fitting, key=self.buffer_sizes.__getitem__)
-                    free.remove(slot)
+                    buffer = min(fitting, key=self.buffer_sizes.__getitem__)
+                    free.remove(buffer)
                 else:
-                    slot = len(self.buffer_sizes)
+                    buffer = len(self.buffer_sizes)
                     self.buffer_sizes.append(size)
-                self.slot_of[value] = slot
+                self.buffer_of[value] = buffer
             for value in step.inputs:
-                if last_use.get(value) == index and value in self.slot_of and value not in step.outputs:
-                    free.append(self.slot_of[value])
+                if last_use.get(value) == index and value in self.buffer_of and value not in step.outputs:
+                    free.append(self.buffer_of[value])
 
     def _plan_runs(self) -> None:
         """Give every value a slot in a per-thread frame, and make the steps into runs: each
@@ -196,8 +195,10 @@ class Executable:
                 self.runs.append(self._python_run(step))
                 continue
             step.native_run = len(self.runs)
-            arguments = [self.slots[v] for v in step.inputs], [(c.ctypes.data,) for c in native.constants], [self.slots[v] for v in step.outputs]
-            calls.append(NativeCall(native.address, tuple(itertools.chain(*arguments))))
+            inputs = [self.slots[v] for v in step.inputs]
+            constants = [(c.ctypes.data,) for c in native.constants]  # fixed addresses
+            outputs = [self.slots[v] for v in step.outputs]
+            calls.append(NativeCall(native.address, (*inputs, *constants, *outputs)))
         self._end_native_run(calls)
 
     def _end_native_run(self, calls: list[NativeCall]) -> None:
@@ -262,8 +263,8 @@ class Executable:
             for value, array in self.constants.items():
                 frame.bind(self.slots[value], array)
             buffers = [aligned_empty(size, np.uint8, alignment=64) for size in self.buffer_sizes]
-            for value, slot in self.slot_of.items():
-                view = buffers[slot][: _nbytes(value)].view(_dtype(value)).reshape(value.type.get_shape())
+            for value, buffer in self.buffer_of.items():
+                view = buffers[buffer][: _nbytes(value)].view(_dtype(value)).reshape(value.type.get_shape())
                 frame.bind(self.slots[value], view)
         return frame
 
