@@ -4,7 +4,8 @@ A kernel whose loop nests (`linalg.generic`s) all iterate d0 in parallel, and in
 buffer that depends on d0 by d0 * S + e in its first dimension (S a constant, 1 for plain
 d0; e a loop dim other than d0 ranging over at most S, or nothing), computes each block of S
 rows of that buffer from that block alone. Its rows are counted in units: `rows` is the gcd
-of the generics' d0 extents, and a buffer of R rows has R / `rows` rows per unit (so a
+of the generics' d0 extents (merged into larger units where a unit of an argument is not a
+multiple of CHUNK_ALIGNMENT bytes), and a buffer of R rows has R / `rows` rows per unit (so a
 blocked matmul, d0 over blocks of MB rows, and its epilogue, d0 over rows, split by blocks).
 The same kernel compiled for `rows` units then computes any `rows` consecutive units: the
 caller offsets the sliced arguments' pointers by `begin * row_bytes` and passes the others
@@ -29,6 +30,13 @@ from xdsl.dialects.builtin import MemRefType
 from xdsl.dialects.linalg.ops import GenericOp, IndexOp
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr
+
+
+CHUNK_ALIGNMENT = 16
+"""Bytes that a row unit of every sliced argument is a multiple of (merging consecutive units
+until it is): a chunk's arguments start `begin * row_bytes` past the caller's, and must keep
+the alignment its kernel was compiled to assume (the cpu backend's 16 bytes). Where only a
+single unit of all rows gets there, the kernel runs whole."""
 
 
 @dataclass(frozen=True)
@@ -70,10 +78,12 @@ def row_split(kernel: func.FuncOp) -> RowSplit | None:
     if sliced & whole or written_args - sliced:
         return None
     units = math.gcd(*extents)
-    row_bytes = tuple(
+    unit_bytes = [
         a.type.element_type.compile_time_size * _count(a.type.get_shape()) // units if a in sliced else 0 for a in args
-    )
-    return RowSplit(units, row_bytes, frozenset(v for v in sliced if v not in args))
+    ]
+    aligned = (k for k in range(1, units) if units % k == 0 and all(b * k % CHUNK_ALIGNMENT == 0 for b in unit_bytes))
+    merged = next(aligned, units)
+    return RowSplit(units // merged, tuple(b * merged for b in unit_bytes), frozenset(v for v in sliced if v not in args))
 
 
 def _rows_per_step(index: AffineExpr, ranges: tuple[int, ...]) -> int:

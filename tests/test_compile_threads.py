@@ -31,12 +31,13 @@ def only_step(exe):
 @pytest.mark.parametrize(
     "module, split",
     [
-        (chain((1025, 67), (67,)), True),  # w broadcast along rows: not sliced
-        (chain((70001,), (1,)), True),
-        (chain((3, 30001), (3, 1)), True),
+        (chain((1024, 67), (67,)), True),  # w broadcast along rows: not sliced
+        (chain((70000,), (1,)), True),
+        (chain((12, 30000), (12, 1)), True),  # w's rows of 4 bytes: units of 4 rows
         (transposed((301, 257)), False),  # d0 reads another dimension of x
+        (chain((1025, 67), (67,)), False),  # rows of 268 bytes: no merge of rows keeps chunks 16-byte aligned
     ],
-    ids=["rows_and_broadcast", "vector", "few_rows", "transpose"],
+    ids=["rows_and_broadcast", "vector", "few_rows", "transpose", "unaligned_rows"],
 )
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_split_runs_equal_the_interpreter(module, split, threads):
@@ -52,11 +53,22 @@ def test_split_runs_equal_the_interpreter(module, split, threads):
 
 
 def test_row_bytes_leave_broadcast_arguments_whole():
-    module = chain((1025, 67), (67,))
+    module = chain((1024, 64), (64,))
     fused = next(iter(graphopt.compile(module, threads=1).module.body.block.first_op.body.block.ops))
     split = row_split(lower_group(fused, "k"))
-    assert split.rows == 1025
-    assert split.row_bytes == (67 * 4, 0, 67 * 4)
+    assert split.rows == 1024
+    assert split.row_bytes == (64 * 4, 0, 64 * 4)
+
+
+@pytest.mark.parametrize("shape, rows", [((1024, 67), 256), ((1026, 66), 513), ((1025, 67), 1), ((5, 3, 7), 1)])
+def test_row_units_merge_until_chunks_stay_16_byte_aligned(shape, rows):
+    """A chunk's arguments start `begin * row_bytes` past the caller's (16-byte aligned) ones."""
+    module = chain(shape, shape[-1:])
+    fused = next(iter(graphopt.compile(module, threads=1).module.body.block.first_op.body.block.ops))
+    split = row_split(lower_group(fused, "k"))
+    row_bytes = int(np.prod(shape[1:])) * 4 * shape[0] // rows
+    assert split.rows == rows and split.row_bytes == (row_bytes, 0, row_bytes)
+    assert rows == 1 or row_bytes % 16 == 0
 
 
 def test_small_kernels_stay_on_one_thread():
