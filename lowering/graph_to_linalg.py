@@ -25,14 +25,19 @@ fall outside its buffer loads at the clamped index); gather loads at positions r
 indices. A group with one anchor or reduction writes that op's result into the output buffer
 with a few generics (init, contraction or reduction, finish) and then applies its elementwise
 epilogue in place. Loops are ordered so that the innermost one is parallel and contiguous
-(matmul (m, k, n); conv2d and pooling (n, c, kh, kw, oh, ow) over a padded copy of x);
-accumulations that stay innermost (row reductions) are marked `reassoc` so LLVM vectorizes
-them. Row reductions (softmax, log_softmax, layer_norm) keep row statistics in row-sized
-buffers. What cannot be lowered raises `Unsupported`; `supports(op)` returns its reason.
+(matmul (m, k, n); conv2d (n, o / 4, c, kh, p) over the flat output positions p of a padded,
+stride-phase copy of x, with the window row and 4 output channels unrolled in the body;
+pooling (n, c, oh, ow) with the window unrolled in the body; elementwise loops and epilogues
+over NCHW rows shorter than SHORT_LOOP run (h, w) as one loop); accumulations that stay
+innermost (row reductions) are marked `reassoc` so LLVM vectorizes them, and a conv's
+multiply-adds `contract` so they become FMAs. Row reductions (softmax, log_softmax,
+layer_norm) keep row statistics in row-sized buffers. What cannot be lowered raises
+`Unsupported`; `supports(op)` returns its reason.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -421,20 +426,20 @@ class LoopBody:
     """
 
     def __init__(
-        self, kernel: Kernel, bounds: Sequence[int], reduced: set[int], outputs: Sequence[tuple[SSAValue, Index]]
+        self, kernel: Kernel, bounds: Sequence[int], reduced: set[int], outputs: Sequence[tuple[SSAValue, Index]],
+        dims: Index | None = None,
     ):
         self.kernel = kernel
         self.bounds = tuple(bounds)
         self.iterators = _iterators(len(bounds), reduced)
         self.outputs = list(outputs)
+        self.dims = _dims(len(bounds)) if dims is None else dims
+        """The index of the element an iteration computes: its loop dims, or expressions of them
+        (`Kernel.elementwise`)."""
         self.inputs: list[tuple[SSAValue, Index]] = []
         self.block = Block(arg_types=[_element(buffer) for buffer, _ in outputs])
         self.builder = Builder(InsertPoint.at_end(self.block))
         self.scalars: dict[tuple[SSAValue, Index], SSAValue] = {}
-
-    @property
-    def dims(self) -> Index:
-        return _dims(len(self.iterators))
 
     def emit(self, op: Operation) -> SSAValue:
         self.builder.insert(op)
@@ -452,8 +457,6 @@ class LoopBody:
     def read(self, buffer: SSAValue, index: Index) -> SSAValue:
         """The element of `buffer` at `index`.
 
-        A plain loop dim must span the whole operand dim in an indexing map (linalg infers
-        loop bounds from it), so a read of part of a dim (a slice) loads at linalg.index values.
         An index that may fall outside the buffer (under a pad or concat, whose select then
         drops the element) loads at the index clamped into the buffer.
         """
@@ -472,8 +475,6 @@ class LoopBody:
                 for e, size in zip(index, shape)
             ]
             self.scalars[key] = self.emit(memref.LoadOp.get(buffer, clamped))
-        elif any(isinstance(e, AffineDimExpr) and self.bounds[e.position] != size for e, size in zip(index, shape)):
-            self.scalars[key] = self.emit(memref.LoadOp.get(buffer, [self.index_value(e) for e in index]))
         else:
             self.scalars[key] = self.block.insert_arg(_element(buffer), len(self.inputs))
             self.inputs.append(key)
@@ -539,11 +540,19 @@ class LoopBody:
             return SCALAR_BUILDERS[op.name](self, op, *args)
         raise Unsupported(f"'{op.name}' cannot be computed inside a loop body")
 
+    def operand_index(self, buffer: SSAValue, index: Index) -> Index:
+        """`index` as an indexing map of `buffer`. A plain loop dim must span the whole operand
+        dim (linalg infers loop bounds from it), so one over part of a dim (a slice, a pooling
+        window's first tap, the interior of a padded copy) is written `d floordiv 1`, an
+        expression linalg only checks against the dim."""
+        partial = lambda e, size: isinstance(e, AffineDimExpr) and self.bounds[e.position] != size
+        return tuple(e // 1 if partial(e, size) else e for e, size in zip(index, buffer.type.get_shape()))
+
     def finish(self, results: Sequence[SSAValue]) -> GenericOp:
         """Yield `results` to the outputs and add the generic to the kernel."""
         self.builder.insert(LinalgYieldOp(*results))
         rank = len(self.iterators)
-        maps = [AffineMapAttr(AffineMap(rank, 0, index)) for _, index in self.inputs + self.outputs]
+        maps = [AffineMapAttr(AffineMap(rank, 0, self.operand_index(b, index))) for b, index in self.inputs + self.outputs]
         generic = GenericOp(
             [buffer for buffer, _ in self.inputs],
             [buffer for buffer, _ in self.outputs],
@@ -559,14 +568,20 @@ class LoopBody:
         return generic
 
 
+SHORT_LOOP = 64
+"""A parallel loop whose innermost dim is shorter than this runs its last two dims as one on the
+CPU: LLVM would unroll the short loop whole and vectorize the loop around it with gathers and
+scatters (an NCHW add + relu over 16x8x28x28 ran 7x, over 16x64x7x7 9x, faster merged; measured)."""
+
+
 class Kernel:
     """The function of one group: argument buffers, temporaries, and the generics over them."""
 
     def __init__(self, group: Group, cpu_schedules: bool = True):
         self.group = group
         self.cpu_schedules = cpu_schedules
-        """Whether to use the CPU's loop schedules (blocked matmul; softmax storing its exp terms),
-        or plain one-output nests a GPU lowering maps onto threads."""
+        """Whether to use the CPU's loop schedules (blocked matmul; softmax storing its exp terms,
+        its row max a `maxnumf`), or plain one-output nests a GPU lowering maps onto threads."""
         constants = [
             op.result
             for op in group.ops
@@ -581,6 +596,7 @@ class Kernel:
         """Group values already held in a buffer, by value."""
         self.results = args[len(group.inputs) + len(constants) :]
         self.temporaries: list[SSAValue] = []
+        self.extents: dict[int, SSAValue] = {}
 
     def loop(
         self, bounds: Sequence[int], outputs: Sequence[tuple[SSAValue, Index]], reduced: set[int] = frozenset()
@@ -593,8 +609,36 @@ class Kernel:
         shape = buffer.type.get_shape()
         return self.loop(shape, [(buffer, _dims(len(shape)))])
 
+    def elementwise(self, shape: Sequence[int], buffers: Sequence[SSAValue]) -> LoopBody:
+        """A parallel loop over `shape`, writing `buffers` (of that shape) at the element `body.dims`.
+
+        On the CPU, when the last dim is shorter than SHORT_LOOP and there are at least three
+        (d0, which row splitting slices, stays a loop of its own), the last two dims run as one
+        loop dim f: the element's index is (f floordiv W, f mod W), which LLVM folds back into
+        contiguous addresses, and `extent` gives f its bound. Not in a group that selects by
+        index (pad, concat, gather): their index arithmetic would divide once per element.
+        """
+        rank = len(shape)
+        dims = _dims(rank)
+        selects = any(op.name in SELECTING_RULES for op in self.group.ops)
+        if not self.cpu_schedules or selects or rank < 3 or shape[-1] >= SHORT_LOOP:
+            return self.loop(shape, [(buffer, dims) for buffer in buffers])
+        flat = dims[-2]
+        index = (*dims[:-2], flat // shape[-1], flat % shape[-1])
+        bounds = (*shape[:-2], shape[-2] * shape[-1])
+        body = LoopBody(self, bounds, set(), [(buffer, index) for buffer in buffers], index)
+        body.read(self.extent(bounds[-1]), (flat,))
+        return body
+
+    def extent(self, size: int) -> SSAValue:
+        """A buffer of `size` elements, read only to give a loop dim its bound (linalg infers loop
+        bounds from operand shapes, as with its pooling ops' window operand); one per size."""
+        if size not in self.extents:
+            self.extents[size] = self.temporary((size,), i64)
+        return self.extents[size]
+
     def fill(self, buffer: SSAValue, value: float) -> None:
-        body = self.parallel(buffer)
+        body = self.elementwise(buffer.type.get_shape(), [buffer])
         body.finish([body.constant(value, _element(buffer))])
 
     def temporary(self, shape: Sequence[int], element: Attribute) -> SSAValue:
@@ -643,6 +687,9 @@ def _highest(element: Attribute) -> float | int:
 
 REASSOC = arith.FastMathFlagsAttr((arith.FastMathFlag.REASSOC,))
 """On the accumulating float op of a reduction: LLVM may reorder the sum to vectorize it."""
+CONTRACT = arith.FastMathFlagsAttr((arith.FastMathFlag.ALLOW_CONTRACT,))
+REASSOC_CONTRACT = arith.FastMathFlagsAttr((arith.FastMathFlag.REASSOC, arith.FastMathFlag.ALLOW_CONTRACT))
+"""On the product and the sum of a multiply-accumulate: LLVM may fuse them into one FMA."""
 
 
 def _accumulate(float_op: type[Operation], int_op: type[Operation] | None = None) -> ScalarBuilder:
@@ -730,8 +777,13 @@ class RowMath:
 
 
 def _lower_softmax(kernel: Kernel, op: graph.AxisNormalizationOp, out: SSAValue) -> None:
-    """Row max, row sum of exp(x - max) (softmax also stores each exp in out), then out / sum
-    (log_softmax: x - max - log sum)."""
+    """Row max, row sum of exp(x - max) (softmax also stores each exp in out), then out times
+    the row's 1 / sum, which LLVM computes once per row (log_softmax: x - max - log sum).
+
+    The max only shifts exp's argument, so on the CPU it is `maxnumf`, which skips NaN and
+    vectorizes to half the instructions of NaN-propagating `maximumf`: a NaN in a row still
+    makes its sum, and so the whole row, NaN.
+    """
     x, element = op.x, _element(op.x)
     reduced = {op.get("axis") % len(_shape(x))}
     src = _source(kernel, x, out)
@@ -740,7 +792,10 @@ def _lower_softmax(kernel: Kernel, op: graph.AxisNormalizationOp, out: SSAValue)
         m = RowMath(body, element)
         return m(arith.SubfOp, body.read(src, body.dims), body.read(row_max, _kept(body.dims, reduced)))
 
-    row_max = _row_statistic(kernel, x, reduced, arith.MaximumfOp, -math.inf, lambda body: body.read(src, body.dims))
+    row_max = _row_statistic(
+        kernel, x, reduced, arith.MaxnumfOp if kernel.cpu_schedules else arith.MaximumfOp, -math.inf,
+        lambda body: body.read(src, body.dims),
+    )
     is_softmax = isinstance(op, graph.SoftmaxOp)
     store_terms = is_softmax and kernel.cpu_schedules
     row_sum = _row_statistic(
@@ -751,7 +806,7 @@ def _lower_softmax(kernel: Kernel, op: graph.AxisNormalizationOp, out: SSAValue)
     m = RowMath(body, element)
     total = body.read(row_sum, _kept(body.dims, reduced))
     if store_terms:
-        result = m(arith.DivfOp, body.output(0), total)
+        result = m(arith.MulfOp, body.output(0), m(arith.DivfOp, m.constant(1.0), total))
     elif is_softmax:
         result = m(arith.DivfOp, m(mathd.ExpOp, shifted(body, row_max)), total)
     else:
@@ -837,53 +892,121 @@ def _matmul_blocks(m: int, k: int, n: int) -> tuple[int, int, int] | None:
     return MATMUL_BLOCKS
 
 
-def _padded(kernel: Kernel, x: SSAValue, padding: Sequence[int], fill: float) -> SSAValue:
-    """A buffer holding NCHW `x` with `padding` (top, left, bottom, right) of `fill` around H and W."""
-    if not any(padding):
-        return kernel.materialize(x)
-    top, left, bottom, right = padding
-    n, c, h, w = _shape(x)
-    buffer = kernel.temporary((n, c, h + top + bottom, w + left + right), _element(x))
-    body = kernel.parallel(buffer)
-    body.finish([_padded_value(body, x, body.dims, (0, 0, top, left), fill)])
+def _copied_into(
+    kernel: Kernel, x: SSAValue, shape: Sequence[int], fill: float, position: Callable[[AffineExpr, AffineExpr], Index]
+) -> SSAValue:
+    """A temporary of `shape` filled with `fill`, then NCHW `x`[n, c, h, w] copied in at
+    (n, c, *position(h, w)): contiguous reads of x, and no selects."""
+    buffer = kernel.temporary(shape, _element(x))
+    kernel.fill(buffer, fill)
+    source = kernel.materialize(x)
+    n, c, h, w = _dims(4)
+    body = kernel.loop(_shape(x), [(buffer, (n, c, *position(h, w)))])
+    body.finish([body.read(source, body.dims)])
     return buffer
 
 
-def _window_rows(op: graph.GraphOp, oh: AffineExpr, ow: AffineExpr, kh: AffineExpr, kw: AffineExpr) -> Index:
-    """The (row, column) of the padded input that output (oh, ow) reads at window tap (kh, kw)."""
-    (sh, sw), (dh, dw) = op.get("strides"), (op.get("dilations") if isinstance(op, graph.Conv2dOp) else (1, 1))
-    return (oh * sh + kh * dh, ow * sw + kw * dw)
+def _padded(kernel: Kernel, x: SSAValue, padding: Sequence[int], fill: float) -> SSAValue:
+    """A buffer holding NCHW `x` with `padding` (top, left, bottom, right) of `fill` around H and W."""
+    top, left, bottom, right = padding
+    n, c, h, w = _shape(x)
+    return _copied_into(kernel, x, (n, c, h + top + bottom, w + left + right), fill, lambda h, w: (h + top, w + left))
 
 
-WIDE_ROW = 64
-"""Output rows at least this long vectorize well as the innermost loop."""
+CONV_CHANNEL_BLOCK = 4
+"""Output channels that one conv2d loop body computes (when they divide a group's output
+channels), picked by measurement: with the window row unrolled, their 4 x KW weights stay in
+registers and each load of x feeds 4 FMAs. 3x3, 5x5 and 7x7 convs ran 1.2-2x faster than with
+1 or 2 channels, and faster than with 8 (whose weights no longer fit in registers)."""
 
 
 def _lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> None:
     """out[n, o, oh, ow] = sum over c, kh, kw of x[n, group(o) * C/groups + c, row, column] * w[o, c, kh, kw].
 
-    x is read zero-padded. Wide outputs loop (n, o, c, kh, kw, oh, ow): the reduction sits
-    outside the output row loop, which LLVM vectorizes. Narrow ones (rows shorter than
-    WIDE_ROW, where that vector loop hardly runs) loop (n, o, oh, ow, c, kh, kw), summing each
-    output in registers with a `reassoc` accumulation LLVM may vectorize and interleave.
+    Every tap reads x at stride 1, so the innermost loop runs over all output rows at once,
+    contiguous in x and in a flat accumulator:
+
+    - `phases` holds x, zero-padded, split by the strides (sh, sw) into phases (a, b), each a
+      flat array of rows of R = ceil(padded width / sw) (`_conv_phases`; stride 1: one phase, the
+      padded x with its rows flattened);
+    - acc[n, o, oh * R + ow] += phases[n, c, (kh dh) mod sh, (kw dw) mod sw, oh * R + ow + shift(kh, kw)]
+      * w[o, c, kh, kw], looping (n, o / B, c, kh, p) over the OH * R positions p (those with
+      ow >= OW are discarded). The body unrolls the window row (kw) and B = CONV_CHANNEL_BLOCK
+      output channels, so LLVM keeps their weights in registers and vectorizes p;
+    - out[n, o, oh, ow] = acc[n, o, oh * R + ow].
     """
     batch, channels, out_h, out_w = _shape(op.result)
     _, group_channels, kernel_h, kernel_w = _shape(op.w)
-    groups = op.get("groups")
-    x = _padded(kernel, op.x, op.get("padding"), 0)
-    kernel.fill(out, 0)
-    if out_w >= WIDE_ROW:
-        n, o, c, kh, kw, oh, ow = _dims(7)
-        bounds = (batch, channels, group_channels, kernel_h, kernel_w, out_h, out_w)
-        body = kernel.loop(bounds, [(out, (n, o, oh, ow))], {2, 3, 4})
-    else:
-        n, o, oh, ow, c, kh, kw = _dims(7)
-        bounds = (batch, channels, out_h, out_w, group_channels, kernel_h, kernel_w)
-        body = kernel.loop(bounds, [(out, (n, o, oh, ow))], {4, 5, 6})
-    channel = c if groups == 1 else o // (channels // groups) * group_channels + c
-    pixel = body.read(x, (n, channel) + _window_rows(op, oh, ow, kh, kw))
-    product = body.emit(arith.MulfOp(pixel, body.value(op.w, (o, c, kh, kw))))
-    body.finish([_accumulate(arith.AddfOp)(body, op, body.output(0), product)])
+    (sh, sw), (dh, dw) = op.get("strides"), op.get("dilations")
+    group_size = channels // op.get("groups")
+    block = math.gcd(group_size, CONV_CHANNEL_BLOCK)
+    phases, row = _conv_phases(kernel, op)
+    span = out_h * row
+    acc = kernel.temporary((batch, channels // block, block, span), _element(out))
+    kernel.fill(acc, 0)
+
+    n, ob, c, kh, p = _dims(5)
+    outputs = [(acc, (n, ob, AffineExpr.constant(i), p)) for i in range(block)]
+    body = kernel.loop((batch, channels // block, group_channels, kernel_h, span), outputs, {2, 3})
+    channel = c if group_size == channels else ob * block // group_size * group_channels + c
+    sums = []
+    for i in range(block):
+        total = body.output(i)
+        for kw in range(kernel_w):
+            a, b, shift = _phase_index((kh * dh, AffineExpr.constant(kw * dw)), (0, 0), (sh, sw), row)
+            pixel = body.read(phases, (n, channel, a, b, p + shift))
+            weight = body.value(op.w, (ob * block + i, c, kh, AffineExpr.constant(kw)))
+            product = body.emit(arith.MulfOp(pixel, weight, CONTRACT))
+            total = body.emit(arith.AddfOp(total, product, REASSOC_CONTRACT))
+        sums.append(total)
+    body.finish(sums)
+
+    body = kernel.parallel(out)
+    n, o, oh, ow = body.dims
+    position = (o, AffineExpr.constant(0)) if block == 1 else (o // block, o % block)
+    body.finish([body.read(acc, (n, *position, oh * row + ow))])
+
+
+def _conv_phases(kernel: Kernel, op: graph.Conv2dOp) -> tuple[SSAValue, int]:
+    """conv2d's x, zero-padded, in a buffer [N, C, sh, sw, L] of its stride phases, and the row length R.
+
+    phases[n, c, a, b, i * R + j] = padded x[n, c, i * sh + a, j * sw + b] (0 outside x): a
+    zero fill, then x copied in. L covers x and the reads of all OH * R output positions.
+    """
+    x, (top, left, _, right) = _conv_input(kernel, op)
+    _, in_channels, height, width = _shape(x)
+    _, _, kernel_h, kernel_w = _shape(op.w)
+    out_h = _shape(op.result)[2]
+    (sh, sw), (dh, dw) = op.get("strides"), op.get("dilations")
+    row = -(-(width + left + right) // sw)
+    reach = (kernel_h - 1) * dh // sh * row + (kernel_w - 1) * dw // sw
+    length = max(out_h * row + reach, -(-(height + top) // sh) * row)
+    shape = (_shape(x)[0], in_channels, sh, sw, length)
+    position = lambda h, w: _phase_index((h, w), (top, left), (sh, sw), row)
+    return _copied_into(kernel, x, shape, 0, position), row
+
+
+def _conv_input(kernel: Kernel, op: graph.Conv2dOp) -> tuple[SSAValue, tuple[int, int, int, int]]:
+    """conv2d's x and padding (top, left, bottom, right), with a zero graph.pad of H and W in
+    the group folded into the padding (ONNX models pad before a conv)."""
+    x, padding = op.x, tuple(op.get("padding"))
+    while x not in kernel.buffers and isinstance(pad := x.owner, graph.PadOp):
+        pads, value = pad.get("pads"), pad.get("value")
+        if any(pads[:2] + pads[4:6]) or value != 0 or math.copysign(1, value) < 0:
+            break
+        top, left, bottom, right = padding
+        padding = (top + pads[2], left + pads[3], bottom + pads[6], right + pads[7])
+        x = pad.x
+    return x, padding
+
+
+def _phase_index(position: Index, begins: Sequence[int], strides: Sequence[int], row: int) -> Index:
+    """(phase a, phase b, flat index) of padded position (row, column) = `position` + `begins`
+    in a buffer of stride phases with rows of `row`."""
+    (h, w), (sh, sw) = (e + begin for e, begin in zip(position, begins)), strides
+    a, i = (AffineExpr.constant(0), h) if sh == 1 else (h % sh, h // sh)
+    b, j = (AffineExpr.constant(0), w) if sw == 1 else (w % sw, w // sw)
+    return (a, b, i * row + j)
 
 
 def _in_bounds_count(body: LoopBody, start: AffineExpr, size: int, extent: int) -> SSAValue:
@@ -893,33 +1016,54 @@ def _in_bounds_count(body: LoopBody, start: AffineExpr, size: int, extent: int) 
     return body.emit(arith.SubiOp(end, first))
 
 
+POOL_UNROLLED_TAPS = 64
+"""Pooling windows of at most this many taps are unrolled whole in the loop body; larger ones
+loop over their rows (a bound on the body's size, not a tuned constant)."""
+
+
 def _lower_pool2d(kernel: Kernel, op: graph.Pool2dOp, out: SSAValue) -> None:
     """Max (padding is -inf) or average (padding is 0) over each window.
 
-    Like linalg's pooling ops, a window-sized buffer is a shape-only operand: it gives the
-    window loops their bounds. The average divides by the window size, or with
-    count_include_pad false by the number of its positions inside x.
+    Loops (n, c, oh, ow) with the window unrolled in the body: each output is reduced in
+    registers and stored once, and LLVM vectorizes ow (x read at stride sw). A window of more
+    than POOL_UNROLLED_TAPS loops (n, c, oh, kh, ow) with its row unrolled, accumulating into
+    out (`Kernel.extent` gives kh its bound). A padded x is read from a padded copy (a fill,
+    then x copied in). Unpadded, x computed in the group (an elementwise prologue) is computed
+    at each tap when windows do not overlap (each element once), else once into a temporary.
+    The average divides by the window size, or with count_include_pad false by the number of
+    its positions inside x.
     """
     is_max = isinstance(op, graph.MaxPool2dOp)
     reducer = REDUCERS["graph.reduce_max" if is_max else "graph.reduce_sum"]
     element = _element(op.x)
     batch, channels, out_h, out_w = _shape(op.result)
-    kernel_h, kernel_w = op.get("kernel")
+    (kernel_h, kernel_w), (sh, sw) = op.get("kernel"), op.get("strides")
     top, left, _, _ = padding = op.get("padding")
-    x = _padded(kernel, op.x, padding, reducer.identity(element))
-    window = kernel.temporary((kernel_h, kernel_w), element)
-    n, c, kh, kw, oh, ow = _dims(6)
-    kernel.fill(out, reducer.identity(element))
-    body = kernel.loop((batch, channels, kernel_h, kernel_w, out_h, out_w), [(out, (n, c, oh, ow))], {2, 3})
-    body.read(window, (kh, kw))
-    body.finish([reducer.combine(body, op, body.output(0), body.read(x, (n, c) + _window_rows(op, oh, ow, kh, kw)))])
+    if any(padding):
+        x, read = _padded(kernel, op.x, padding, reducer.identity(element)), LoopBody.read
+    else:
+        if kernel_h > sh or kernel_w > sw:
+            kernel.materialize(op.x)
+        x, read = op.x, LoopBody.value
+    if kernel_h * kernel_w <= POOL_UNROLLED_TAPS:
+        n, c, oh, ow = _dims(4)
+        body = kernel.loop((batch, channels, out_h, out_w), [(out, (n, c, oh, ow))])
+        rows, values = [AffineExpr.constant(kh) for kh in range(kernel_h)], []
+    else:
+        kernel.fill(out, reducer.identity(element))
+        n, c, oh, kh, ow = _dims(5)
+        body = kernel.loop((batch, channels, out_h, kernel_h, out_w), [(out, (n, c, oh, ow))], {3})
+        body.read(kernel.extent(kernel_h), (kh,))
+        rows, values = [kh], [body.output(0)]
+    values += [read(body, x, (n, c, oh * sh + kh, ow * sw + kw)) for kh in rows for kw in range(kernel_w)]
+    body.finish([functools.reduce(lambda a, b: reducer.combine(body, op, a, b), values)])
     if is_max:
         return
     body = kernel.parallel(out)
     if op.get("count_include_pad"):
         count = body.constant(kernel_h * kernel_w, element)
     else:
-        (sh, sw), (_, _, height, width) = op.get("strides"), _shape(op.x)
+        _, _, height, width = _shape(op.x)
         _, _, oh, ow = body.dims
         rows = _in_bounds_count(body, oh * sh - top, kernel_h, height)
         columns = _in_bounds_count(body, ow * sw - left, kernel_w, width)
@@ -969,7 +1113,7 @@ def _lower_elementwise(kernel: Kernel) -> None:
     outputs = kernel.group.outputs
     for shape in dict.fromkeys(_shape(v) for v in outputs):
         positions = [p for p, v in enumerate(outputs) if _shape(v) == shape]
-        body = kernel.loop(shape, [(kernel.results[p], _dims(len(shape))) for p in positions])
+        body = kernel.elementwise(shape, [kernel.results[p] for p in positions])
         body.finish([body.value(outputs[p], body.dims) for p in positions])
 
 
@@ -986,7 +1130,7 @@ def _lower_anchored(kernel: Kernel, heavy: Operation) -> None:
     LOWERINGS[heavy.name](kernel, heavy, out)
     if result is not heavy.results[0]:
         kernel.buffers[heavy.results[0]] = out
-        body = kernel.parallel(out)
+        body = kernel.elementwise(_shape(result), [out])
         body.finish([body.value(result, body.dims)])
 
 

@@ -38,6 +38,7 @@ SCALAR_FUNCTIONS = {
     arith.NegfOp: np.negative,
     arith.MaximumfOp: np.maximum,
     arith.MinimumfOp: np.minimum,
+    arith.MaxnumfOp: np.fmax,
     arith.AddiOp: np.add,
     arith.SubiOp: np.subtract,
     arith.MuliOp: np.multiply,

@@ -61,6 +61,13 @@ def maps_of(generic: GenericOp) -> list[str]:
     return [str(m.data) for m in generic.indexing_maps]
 
 
+def data_buffers(kernel: func.FuncOp) -> list:
+    """The kernel's temporaries that a generic writes (not the `Kernel.extent` buffers that
+    only give a loop dim its bound)."""
+    written = {output for generic in ops_of(kernel, GenericOp) for output in generic.outputs}
+    return [alloc.memref for alloc in ops_of(kernel, memref.AllocOp) if alloc.memref in written]
+
+
 # ----------------------------------------------------------------------------------------
 # Elementwise groups
 # ----------------------------------------------------------------------------------------
@@ -96,6 +103,30 @@ def test_elementwise_chain_is_one_generic_with_broadcast_maps():
 
 def test_elementwise_chain_numerics():
     check(CHAIN, sample((3, 7)), sample((7,), seed=1), sample((3, 1), seed=2))
+
+
+@pytest.mark.parametrize("width, flat", [(7, True), (64, False)])
+def test_short_last_two_dims_of_an_elementwise_loop_run_as_one(width, flat):
+    """Rows shorter than SHORT_LOOP: (h, w) is one loop dim f, read at (f floordiv W, f mod W)."""
+    x, b = tensor((2, 3, 5, width)), tensor((3, 1, 1))
+    text = (
+        f"func.func @main(%x: {x}, %b: {b}) -> {x} {{\n %0 = graph.add %x, %b : ({x}, {b}) -> {x}\n"
+        f" %1 = graph.relu %0 : {x}\n func.return %1 : {x}\n}}"
+    )
+    (kernel,) = kernels(text)
+    (generic,) = ops_of(kernel, GenericOp)
+    if flat:
+        (extent,) = ops_of(kernel, memref.AllocOp)  # gives f its bound
+        assert extent.memref.type.get_shape() == (5 * width,) and generic.inputs[0] is extent.memref
+        assert maps_of(generic) == [
+            "(d0, d1, d2) -> (d2)",
+            f"(d0, d1, d2) -> (d0, d1, (d2 floordiv {width}), (d2 mod {width}))",
+            "(d0, d1, d2) -> (d1, 0, 0)",
+            f"(d0, d1, d2) -> (d0, d1, (d2 floordiv {width}), (d2 mod {width}))",
+        ]
+    else:
+        assert not ops_of(kernel, memref.AllocOp) and len(generic.iterator_types) == 4
+    check(text, sample((2, 3, 5, width)), sample((3, 1, 1), seed=1))
 
 
 UNARY = ["neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "erf", "sin", "cos",
@@ -298,7 +329,7 @@ def test_value_read_at_two_indices():
     [((7, 5), (1, 0), (7, 5), (2, 1)), ((7, 5), (-3, 4), (7, 0), (1, 1)), ((4, 6), (0, 1), (3, 6), (1, 3))],
 )
 def test_slice(shape, starts, ends, steps):
-    """A slice that keeps part of a dim with step 1 loads at linalg.index values (plain map dims must span the operand)."""
+    """A slice that keeps part of a dim with step 1 reads it at `d floordiv 1` (plain map dims must span the operand)."""
     out = np.empty(shape)[tuple(slice(*b) for b in zip(starts, ends, steps))].shape
     arr = lambda v: "array<i64: " + ", ".join(map(str, v)) + ">"
     text = (
@@ -307,6 +338,8 @@ def test_slice(shape, starts, ends, steps):
         f" : ({tensor(shape)}) -> {tensor(out)}\n"
         f" %1 = graph.sqrt %0 : {tensor(out)}\n func.return %1 : {tensor(out)}\n}}"
     )
+    (kernel,) = kernels(text)
+    assert not ops_of(kernel, memref.LoadOp)
     check(text, sample(shape))
 
 
@@ -552,49 +585,138 @@ func.func @main(%x: tensor<1x4x7x7xf32>, %w: tensor<6x2x3x3xf32>, %b: tensor<6x1
 """
 
 
-def test_narrow_conv2d_reads_a_zero_padded_copy_and_sums_each_output_innermost():
+def test_conv2d_reads_stride_phases_of_x_and_sums_over_flat_output_positions():
     (kernel,) = kernels(CONV)
-    (padded,) = ops_of(kernel, memref.AllocOp)
-    assert padded.memref.type.get_shape() == (1, 4, 9, 9)
-    _pad, _fill, conv, epilogue = ops_of(kernel, GenericOp)
-    assert [str(i.data) for i in conv.iterator_types] == ["parallel"] * 4 + ["reduction"] * 3
-    assert maps_of(conv) == [
-        "(d0, d1, d2, d3, d4, d5, d6) -> (d0, (((d1 floordiv 3) * 2) + d4), ((d2 * 2) + d5), ((d3 * 2) + d6))",
-        "(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)",
-        "(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)",
+    phases, acc = data_buffers(kernel)
+    # x [1, 4, 7, 7] padded to 9 x 9, split by stride 2 into 2 x 2 phases of rows of R = 5
+    assert phases.type.get_shape() == (1, 4, 2, 2, 26)
+    # 6 output channels, 3 per group: blocks of gcd(3, 4) = 1; OH * R = 4 * 5 positions
+    assert acc.type.get_shape() == (1, 6, 1, 20)
+    _fill, copy, _fill_acc, conv, compact, epilogue = ops_of(kernel, GenericOp)
+    assert maps_of(copy)[1] == (
+        "(d0, d1, d2, d3) -> (d0, d1, ((d2 + 1) mod 2), ((d3 + 1) mod 2), ((((d2 + 1) floordiv 2) * 5) + ((d3 + 1) floordiv 2)))"
+    )
+    assert [str(i.data) for i in conv.iterator_types] == ["parallel", "parallel", "reduction", "reduction", "parallel"]
+    assert maps_of(conv)[:2] == [
+        "(d0, d1, d2, d3, d4) -> (d0, (((d1 floordiv 3) * 2) + d2), (d3 mod 2), 0, (d4 + ((d3 floordiv 2) * 5)))",
+        "(d0, d1, d2, d3, d4) -> (d1, d2, d3, 0)",
     ]
-    assert "reassoc" in str(conv)
+    assert maps_of(conv)[-1] == "(d0, d1, d2, d3, d4) -> (d0, d1, 0, d4)"
+    assert len(ops_of(conv, arith.MulfOp)) == 3  # the window row, unrolled
+    assert maps_of(compact)[0] == "(d0, d1, d2, d3) -> (d0, d1, 0, ((d2 * 5) + d3))"
     assert epilogue.outputs[0] is kernel.body.block.args[-1]
 
 
-def test_wide_conv2d_runs_output_rows_innermost():
-    text = CONV.replace("x7x7xf32>", "x7x160xf32>").replace("x4x4xf32>", "x4x80xf32>")
+def test_conv2d_body_computes_a_block_of_output_channels_with_fused_multiply_adds():
+    text = CONV.replace("groups = 2 : i64", "groups = 1 : i64").replace("6x2x3x3", "8x4x3x3")
+    text = text.replace("1x6x4x4", "1x8x4x4").replace("6x1x1", "8x1x1")
     (kernel,) = kernels(text)
-    _pad, _fill, conv, _epilogue = ops_of(kernel, GenericOp)
-    assert [str(i.data) for i in conv.iterator_types] == ["parallel"] * 2 + ["reduction"] * 3 + ["parallel"] * 2
-    assert maps_of(conv)[-1] == "(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d5, d6)"
+    _phases, acc = data_buffers(kernel)
+    assert acc.type.get_shape() == (1, 2, 4, 20)
+    conv = ops_of(kernel, GenericOp)[3]
+    assert list(conv.outputs) == [acc] * 4
+    assert maps_of(conv)[-4:] == [f"(d0, d1, d2, d3, d4) -> (d0, d1, {i}, d4)" for i in range(4)]
+    assert len(ops_of(conv, arith.MulfOp)) == 4 * 3
+    for add in ops_of(conv, arith.AddfOp):
+        assert str(add.fastmath) == "#arith.fastmath<reassoc,contract>"
+        assert str(add.operands[1].owner.fastmath) == "#arith.fastmath<contract>"
 
 
-def test_conv2d_without_padding_reads_its_input_directly():
-    text = CONV.replace("padding = array<i64: 1, 1, 1, 1>", "padding = array<i64: 0, 0, 0, 0>").replace("4x4", "3x3")
+@pytest.mark.parametrize("value, folded", [(0.0, True), (-0.0, False), (1.0, False)])
+def test_conv2d_folds_a_zero_pad_of_its_input_into_its_padding(value, folded):
+    text = f"""
+func.func @main(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x6x5xf32> {{
+  %0 = graph.fused(%x, %w) {{name = "g", mode = "compile"}} : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x6x5xf32> {{
+  ^bb0(%a: tensor<1x2x5x5xf32>, %b: tensor<3x2x3x3xf32>):
+    %1 = graph.pad %a {{pads = array<i64: 0, 0, 1, 0, 0, 0, 2, 1>, value = {value} : f64}} : (tensor<1x2x5x5xf32>) -> tensor<1x2x8x6xf32>
+    %2 = graph.conv2d %1, %b {{padding = array<i64: 0, 1, 0, 0>}} : (tensor<1x2x8x6xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x6x5xf32>
+    graph.yield %2 : tensor<1x3x6x5xf32>
+  }}
+  func.return %0 : tensor<1x3x6x5xf32>
+}}
+"""
     (kernel,) = kernels(text)
-    assert not ops_of(kernel, memref.AllocOp)
+    allocs = [buffer.type.get_shape() for buffer in data_buffers(kernel)]
+    if folded:  # x itself copied into the phases: padded to 8 x 7, rows of 7 (6 x 7 outputs + reach 16)
+        assert allocs[0] == (1, 2, 1, 1, 58) and not ops_of(kernel, arith.SelectOp)
+    else:  # the pad computed into a temporary first
+        assert allocs[1] == (1, 2, 8, 6) and ops_of(kernel, arith.SelectOp)
+    check(text, sample((1, 2, 5, 5)), sample((3, 2, 3, 3), seed=1, specials=False), rtol=1e-4)
+
+
+POOL_ATTRIBUTES = "kernel = array<i64: 3, 2>, padding = array<i64: 1, 0, 1, 1>"
 
 
 @pytest.mark.parametrize("op, divides_by_count", [("max_pool2d", None), ("avg_pool2d", True), ("avg_pool2d", False)])
-def test_pool2d_has_a_window_shape_operand(op, divides_by_count):
-    attributes = "kernel = array<i64: 3, 2>, padding = array<i64: 1, 0, 1, 1>"
+def test_padded_pool2d_reduces_the_unrolled_window_of_a_padded_copy(op, divides_by_count):
+    attributes = POOL_ATTRIBUTES
     if divides_by_count is not None:
         attributes += f", count_include_pad = {str(not divides_by_count).lower()}"
     t, o = tensor((1, 2, 7, 7)), tensor((1, 2, 7, 7))
     text = f"func.func @main(%x: {t}) -> {o} {{\n %0 = graph.{op} %x {{{attributes}}} : ({t}) -> {o}\n func.return %0 : {o}\n}}"
     (kernel,) = kernels(text)
-    padded, window = (a.memref.type.get_shape() for a in ops_of(kernel, memref.AllocOp))
-    assert (padded, window) == ((1, 2, 9, 8), (3, 2))
-    pool = ops_of(kernel, GenericOp)[2]
-    assert maps_of(pool)[0] == "(d0, d1, d2, d3, d4, d5) -> (d2, d3)"
-    assert [str(i.data) for i in pool.iterator_types] == ["parallel"] * 2 + ["reduction"] * 2 + ["parallel"] * 2
+    (padded,) = data_buffers(kernel)
+    assert padded.type.get_shape() == (1, 2, 9, 8)
+    _fill, copy, pool = ops_of(kernel, GenericOp)[:3]  # x copied into the filled buffer: no selects
+    assert maps_of(copy)[1] == "(d0, d1, d2, d3) -> (d0, d1, (d2 + 1), (d3 floordiv 1))"
+    assert not ops_of(kernel, arith.SelectOp) and not ops_of(kernel, memref.LoadOp)
+    assert [str(i.data) for i in pool.iterator_types] == ["parallel"] * 4
+    assert len(pool.inputs) == 6 and set(pool.inputs) == {padded}
+    assert maps_of(pool)[0] == "(d0, d1, d2, d3) -> (d0, d1, (d2 floordiv 1), (d3 floordiv 1))"
+    assert maps_of(pool)[-2] == "(d0, d1, d2, d3) -> (d0, d1, (d2 + 2), (d3 + 1))"
     assert bool(ops_of(kernel, arith.IndexCastOp)) is bool(divides_by_count)
+
+
+def prologue_pool(x_shape, out_shape, attributes: str) -> str:
+    """@main(x, b) = max_pool2d(relu(x + b)) as one graph.fused group."""
+    t, b, o = tensor(x_shape), tensor((x_shape[1], 1, 1)), tensor(out_shape)
+    return f"""
+func.func @main(%x: {t}, %b: {b}) -> {o} {{
+  %0 = graph.fused(%x, %b) {{name = "g", mode = "compile"}} : ({t}, {b}) -> {o} {{
+  ^bb0(%a: {t}, %c: {b}):
+    %1 = graph.add %a, %c : ({t}, {b}) -> {t}
+    %2 = graph.relu %1 : {t}
+    %3 = graph.max_pool2d %2 {{{attributes}}} : ({t}) -> {o}
+    graph.yield %3 : {o}
+  }}
+  func.return %0 : {o}
+}}
+"""
+
+
+def check_prologue_pool(text, x_shape):
+    check(text, sample(x_shape), sample((x_shape[1], 1, 1), seed=1))
+
+
+def test_pool2d_computes_its_prologue_at_each_tap_of_windows_that_do_not_overlap():
+    text = prologue_pool((2, 3, 7, 6), (2, 3, 2, 3), "kernel = array<i64: 3, 2>, strides = array<i64: 3, 2>")
+    (kernel,) = kernels(text)
+    assert not ops_of(kernel, memref.AllocOp)
+    (pool,) = ops_of(kernel, GenericOp)
+    assert len(ops_of(pool, arith.AddfOp)) == 6  # the prologue, once per tap
+    assert maps_of(pool)[0] == "(d0, d1, d2, d3) -> (d0, d1, (d2 * 3), (d3 * 2))"
+    check_prologue_pool(text, (2, 3, 7, 6))
+
+
+def test_pool2d_computes_a_prologue_once_for_overlapping_windows():
+    text = prologue_pool((1, 2, 6, 5), (1, 2, 2, 3), "kernel = array<i64: 3, 3>, strides = array<i64: 2, 1>")
+    (kernel,) = kernels(text)
+    (temporary,) = ops_of(kernel, memref.AllocOp)
+    assert temporary.memref.type.get_shape() == (1, 2, 6, 5)
+    prologue, pool = ops_of(kernel, GenericOp)
+    assert set(pool.inputs) == {temporary.memref} and not ops_of(pool, arith.AddfOp)
+    check_prologue_pool(text, (1, 2, 6, 5))
+
+
+def test_pool2d_window_larger_than_the_unrolled_limit_loops_over_its_rows():
+    text = prologue_pool((1, 2, 9, 18), (1, 2, 1, 2), "kernel = array<i64: 9, 9>, strides = array<i64: 9, 9>")
+    (kernel,) = kernels(text)
+    assert not data_buffers(kernel)
+    _fill, pool = ops_of(kernel, GenericOp)
+    assert [str(i.data) for i in pool.iterator_types] == ["parallel"] * 3 + ["reduction", "parallel"]
+    assert maps_of(pool)[0] == "(d0, d1, d2, d3, d4) -> (d3)"  # the window-row shape operand
+    assert len(ops_of(pool, arith.AddfOp)) == 9
+    check_prologue_pool(text, (1, 2, 9, 18))
 
 
 # ----------------------------------------------------------------------------------------

@@ -51,14 +51,17 @@ func.func @main(%x: tensor<4x8xf32>) -> tensor<4xf32> {
 
 // Softmax keeps row statistics in row-sized buffers, never a whole-tensor intermediate.
 // CHECK-LABEL: func.func @softmax_0
-// The row max and row sum accumulate with reassoc.
+// The row max (maxnumf: NaN still reaches the row sum) and row sum accumulate with reassoc;
+// each exp term is then multiplied by the row's 1 / sum (loop-invariant in the row).
 // CHECK:         memref.alloc() : memref<4xf32>
-// CHECK:         arith.maximumf {{.*}} fastmath<reassoc>
+// CHECK:         arith.maxnumf {{.*}} fastmath<reassoc>
 // CHECK:         memref.alloc() : memref<4xf32>
 // CHECK-NOT:     memref.alloc
 // CHECK:         math.exp
 // CHECK:         arith.addf {{.*}} fastmath<reassoc>
-// CHECK:         arith.divf
+// CHECK:         %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK:         %[[RECIPROCAL:.*]] = arith.divf %[[ONE]], %{{.*}} : f32
+// CHECK:         arith.mulf %{{.*}}, %[[RECIPROCAL]] : f32
 // CHECK:         memref.dealloc
 func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = graph.softmax %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
@@ -97,18 +100,27 @@ func.func @main(%x: tensor<32x256xf32>, %w: tensor<256x256xf32>) -> tensor<32x25
 
 // -----
 
-// conv2d: a zero-padded copy of x (pad's select), then a contraction over
-// (n, o, oh, ow, c, kh, kw) summing each (narrow) output innermost, then the epilogue in place.
+// conv2d: x zero-padded into a buffer of its stride phases [N, C, sh, sw, L] (a fill, then x
+// copied in at its phase and flat position), an accumulator over the flat output positions
+// [N, O/B, B, OH * R] (R = 4: the phase row), a contraction over (n, o / B, c, kh, p) whose body
+// unrolls the window row (kw) and a block of B = 4 output channels (one output each, weights
+// read at constant kw), the valid positions copied out, then the epilogue in place.
 // CHECK-LABEL: func.func @fused_conv2d_relu_0(%0: memref<1x2x5x5xf32>, %1: memref<4x2x3x3xf32>, %2: memref<1x4x3x3xf32>)
-// CHECK:         %[[PADDED:.*]] = memref.alloc() : memref<1x2x7x7xf32>
-// CHECK:         outs(%[[PADDED]] : memref<1x2x7x7xf32>)
-// CHECK:           arith.select
-// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, ((d2 * 2) + d5), ((d3 * 2) + d6))>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[PADDED]], %1 : memref<1x2x7x7xf32>, memref<4x2x3x3xf32>) outs(%2 : memref<1x4x3x3xf32>)
-// CHECK:           arith.mulf
-// CHECK:           arith.addf
+// CHECK:         %[[PHASES:.*]] = memref.alloc() : memref<1x2x2x2x17xf32>
+// CHECK:         outs(%[[PHASES]] : memref<1x2x2x2x17xf32>)
+// CHECK:           arith.constant 0.000000e+00 : f32
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d2 + 1) mod 2), ((d3 + 1) mod 2), ((((d2 + 1) floordiv 2) * 4) + ((d3 + 1) floordiv 2)))>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%0 : memref<1x2x5x5xf32>) outs(%[[PHASES]] : memref<1x2x2x2x17xf32>)
+// CHECK:         %[[ACC:.*]] = memref.alloc() : memref<1x1x4x12xf32>
+// CHECK:         outs(%[[ACC]] : memref<1x1x4x12xf32>)
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, (d3 mod 2), 0, (d4 + ((d3 floordiv 2) * 4)))>, affine_map<(d0, d1, d2, d3, d4) -> ((d1 * 4), d2, d3, 0)>, {{.*}}, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, 0, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, 1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, 2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, 3, d4)>], iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel"]}
+// CHECK-SAME:      outs(%[[ACC]], %[[ACC]], %[[ACC]], %[[ACC]] : memref<1x1x4x12xf32>, memref<1x1x4x12xf32>, memref<1x1x4x12xf32>, memref<1x1x4x12xf32>)
+// CHECK-COUNT-12:  arith.addf {{.*}} fastmath<reassoc,contract>
+// CHECK:           linalg.yield {{.*}} : f32, f32, f32, f32
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, (d1 floordiv 4), (d1 mod 4), ((d2 * 4) + d3))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[ACC]] : memref<1x1x4x12xf32>) outs(%2 : memref<1x4x3x3xf32>)
 // CHECK:         outs(%2 : memref<1x4x3x3xf32>)
 // CHECK:           arith.maximumf
-// CHECK:         memref.dealloc %[[PADDED]]
+// CHECK:         memref.dealloc %[[PHASES]]
+// CHECK:         memref.dealloc %[[ACC]]
 func.func @main(%x: tensor<1x2x5x5xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32> {
   %0 = graph.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x2x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32>
   %1 = graph.relu %0 : tensor<1x4x3x3xf32>
@@ -117,16 +129,64 @@ func.func @main(%x: tensor<1x2x5x5xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x
 
 // -----
 
-// max_pool2d: a -inf-padded copy, and a window-sized buffer that only gives the window loops their bounds.
+// max_pool2d: a -inf-padded copy (a fill, then x copied in), then one parallel generic over
+// (n, c, oh, ow) whose body reads the 3x3 window at constant offsets and takes their max (no
+// accumulation in memory).
 // CHECK-LABEL: func.func @max_pool2d_0(%0: memref<1x1x4x4xf32>, %1: memref<1x1x2x2xf32>)
 // CHECK:         %[[PADDED:.*]] = memref.alloc() : memref<1x1x5x5xf32>
 // CHECK:           arith.constant 0xff800000 : f32
-// CHECK:         %[[WINDOW:.*]] = memref.alloc() : memref<3x3xf32>
-// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d2, d3)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, ((d4 * 2) + d2), ((d5 * 2) + d3))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4, d5)>], iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel", "parallel"]} ins(%[[WINDOW]], %[[PADDED]] : memref<3x3xf32>, memref<1x1x5x5xf32>) outs(%1 : memref<1x1x2x2xf32>)
-// CHECK:           arith.maximumf {{.*}} fastmath<reassoc>
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 + 1), (d3 + 1))>], {{.*}} ins(%0 : memref<1x1x4x4xf32>) outs(%[[PADDED]] : memref<1x1x5x5xf32>)
+// CHECK-NOT:     memref.alloc
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 * 2), (d3 * 2))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 * 2), ((d3 * 2) + 1))>, {{.*}}, affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d2 * 2) + 2), ((d3 * 2) + 2))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[PADDED]], {{.*}}) outs(%1 : memref<1x1x2x2xf32>)
+// CHECK-COUNT-8:   arith.maximumf {{.*}} fastmath<reassoc>
+// CHECK-NEXT:      linalg.yield
 func.func @main(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32> {
   %0 = graph.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 0, 0>} : (tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xf32>
   func.return %0 : tensor<1x1x2x2xf32>
+}
+
+// -----
+
+// An unpadded max_pool2d with an elementwise prologue and windows that do not overlap: the
+// prologue is computed at each window tap, in the pooling generic itself (no temporary).
+// CHECK-LABEL: func.func @add_relu_max_pool2d(%0: memref<1x2x4x4xf32>, %1: memref<2x1x1xf32>, %2: memref<1x2x2x2xf32>)
+// CHECK-NOT:     memref.alloc
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 * 2), (d3 * 2))>, affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>, {{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%0, %1, %0, %0, %0 : {{.*}}) outs(%2 : memref<1x2x2x2xf32>)
+// CHECK-COUNT-4:   arith.addf
+// CHECK-COUNT-3:   arith.maximumf {{.*}} fastmath<reassoc>
+// CHECK-NEXT:      linalg.yield
+// CHECK-NOT:     linalg.generic
+// CHECK:         func.return
+func.func @main(%x: tensor<1x2x4x4xf32>, %b: tensor<2x1x1xf32>) -> tensor<1x2x2x2xf32> {
+  %0 = graph.fused(%x, %b) {name = "add_relu_max_pool2d", mode = "compile"} : (tensor<1x2x4x4xf32>, tensor<2x1x1xf32>) -> tensor<1x2x2x2xf32> {
+  ^bb0(%a: tensor<1x2x4x4xf32>, %c: tensor<2x1x1xf32>):
+    %1 = graph.add %a, %c : (tensor<1x2x4x4xf32>, tensor<2x1x1xf32>) -> tensor<1x2x4x4xf32>
+    %2 = graph.relu %1 : tensor<1x2x4x4xf32>
+    %3 = graph.max_pool2d %2 {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32>
+    graph.yield %3 : tensor<1x2x2x2xf32>
+  }
+  func.return %0 : tensor<1x2x2x2xf32>
+}
+
+// -----
+
+// A zero graph.pad of H and W before a conv2d in its group folds into the conv's padding: x is
+// copied into the padded phase buffer directly (stride 1: one phase, rows of 7 flattened), with
+// no select.
+// CHECK-LABEL: func.func @pad_conv2d(%0: memref<1x1x3x3xf32>, %1: memref<1x1x3x3xf32>, %2: memref<1x1x5x5xf32>)
+// CHECK:         %[[PHASES:.*]] = memref.alloc() : memref<1x1x1x1x51xf32>
+// CHECK-NOT:     arith.select
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0, (((d2 * 7) + 14) + (d3 + 2)))>], {{.*}} ins(%0 : memref<1x1x3x3xf32>) outs(%[[PHASES]] : memref<1x1x1x1x51xf32>)
+// CHECK-NOT:     arith.select
+// CHECK:         func.return
+func.func @main(%x: tensor<1x1x3x3xf32>, %w: tensor<1x1x3x3xf32>) -> tensor<1x1x5x5xf32> {
+  %0 = graph.fused(%x, %w) {name = "pad_conv2d", mode = "compile"} : (tensor<1x1x3x3xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x5x5xf32> {
+  ^bb0(%a: tensor<1x1x3x3xf32>, %b: tensor<1x1x3x3xf32>):
+    %1 = graph.pad %a {pads = array<i64: 0, 0, 1, 1, 0, 0, 1, 1>, value = 0.0 : f64} : (tensor<1x1x3x3xf32>) -> tensor<1x1x5x5xf32>
+    %2 = graph.conv2d %1, %b {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x1x5x5xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x5x5xf32>
+    graph.yield %2 : tensor<1x1x5x5xf32>
+  }
+  func.return %0 : tensor<1x1x5x5xf32>
 }
 
 // -----

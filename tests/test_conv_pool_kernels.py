@@ -1,0 +1,137 @@
+"""conv2d and pooling groups as the cpu backend compiles them (one thread, and split by rows over
+two), against the interpreter: the conv schedule over stride phases with its blocks of output
+channels and a zero pad folded into its padding, and pooling with an elementwise prologue."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_graph_to_linalg import sample, tensor
+from xdsl.dialects.func import FuncOp
+
+import graphopt
+from graphopt.backends import cpu, get_backend
+from graphopt.dialects import graph
+from graphopt.dialects.shapes import conv2d, pool2d
+from graphopt.lowering.graph_to_linalg import lower_group
+from graphopt.lowering.row_split import row_split
+
+
+def array(values) -> str:
+    return f"array<i64: {', '.join(map(str, values))}>"
+
+
+def group_module(inputs: list[tuple[int, ...]], body: str, result: tuple[int, ...], dtype: str = "f32"):
+    """@main(%i0, %i1, ...) = one graph.fused group whose block arguments are %a0, %a1, ... and
+    whose `body` ends in the value %y."""
+    types = [tensor(shape, dtype) for shape in inputs]
+    out = tensor(result, dtype)
+    arguments = ", ".join(f"%i{k}: {t}" for k, t in enumerate(types))
+    block_arguments = ", ".join(f"%a{k}: {t}" for k, t in enumerate(types))
+    names = ", ".join(f"%i{k}" for k in range(len(types)))
+    return graphopt.parse(
+        f"func.func @main({arguments}) -> {out} {{\n"
+        f"  %0 = graph.fused({names}) {{name = \"g\", mode = \"compile\"}} : ({', '.join(types)}) -> {out} {{\n"
+        f"  ^bb0({block_arguments}):\n{body}    graph.yield %y : {out}\n  }}\n"
+        f"  func.return %0 : {out}\n}}"
+    )
+
+
+@pytest.fixture(autouse=True)
+def split_small_kernels(monkeypatch):
+    """Small kernels split by rows too, so that two threads run two row chunks."""
+    monkeypatch.setattr(cpu, "PARALLEL_MIN_WORK", 0)
+
+
+def check_group(module, arrays, rtol=1e-4, atol=1e-5):
+    """Compile the group on the cpu backend with 1 thread, and with 2 (row chunks of the batch);
+    both equal the interpreter."""
+    main = next(op for op in module.ops if isinstance(op, FuncOp))
+    group = next(op for op in main.body.block.ops if isinstance(op, graph.FusedOp))
+    split = row_split(lower_group(group, "k"))
+    assert split is not None  # every generic iterates the batch as d0
+    (expected,) = graphopt.interpret(module, *arrays)
+    for threads in (1, 2):
+        (kernel,) = get_backend("cpu").compile([group], threads)
+        assert bool(kernel.chunks) == (threads > 1 and split.rows > 1)
+        out = np.empty(expected.shape, expected.dtype)
+        kernel([np.ascontiguousarray(a) for a in arrays], [out])
+        np.testing.assert_allclose(out, expected, rtol=rtol, atol=atol, equal_nan=True)
+
+
+CONVOLUTIONS = [
+    # x, w, strides, dilations, padding, groups: output channel blocks of 4, 2 and 1
+    ((3, 1, 28, 28), (8, 1, 5, 5), (1, 1), (1, 1), (2, 2, 2, 2), 1),  # MNIST's first conv, odd batch
+    ((2, 8, 14, 13), (16, 8, 5, 5), (1, 1), (1, 1), (2, 2, 2, 2), 1),
+    ((4, 6, 9, 11), (6, 6, 3, 3), (2, 2), (2, 1), (1, 2, 0, 1), 1),  # 2376-byte images: chunks of 2
+    ((2, 6, 8, 7), (12, 2, 3, 3), (1, 2), (1, 2), (0, 1, 1, 0), 3),
+    ((1, 4, 10, 9), (4, 4, 2, 2), (3, 3), (1, 1), (0, 0, 0, 0), 1),  # stride > kernel: phases never read
+    ((4, 3, 5, 6), (5, 3, 1, 3), (1, 1), (1, 3), (0, 3, 0, 3), 1),  # 360-byte images: chunks of 2
+]
+
+
+@pytest.mark.parametrize("x, w, strides, dilations, padding, groups", CONVOLUTIONS)
+@pytest.mark.parametrize("pad_op", [False, True], ids=["padding", "pad_op"])
+def test_conv2d_bias_relu(x, w, strides, dilations, padding, groups, pad_op):
+    """With `pad_op`, the padding comes from a zero graph.pad in the group, folded into the conv."""
+    out = conv2d(x, w, strides, dilations, padding, groups)
+    attributes = f"strides = {array(strides)}, dilations = {array(dilations)}, groups = {groups} : i64"
+    if pad_op:
+        top, left, bottom, right = padding
+        padded = (x[0], x[1], x[2] + top + bottom, x[3] + left + right)
+        source = (
+            f"    %p = graph.pad %a0 {{pads = {array((0, 0, top, left, 0, 0, bottom, right))}, value = 0.0 : f64}}"
+            f" : ({tensor(x)}) -> {tensor(padded)}\n"
+        )
+        conv = f"    %c = graph.conv2d %p, %a1 {{{attributes}}} : ({tensor(padded)}, {tensor(w)}) -> {tensor(out)}\n"
+    else:
+        source = ""
+        conv = (
+            f"    %c = graph.conv2d %a0, %a1 {{{attributes}, padding = {array(padding)}}}"
+            f" : ({tensor(x)}, {tensor(w)}) -> {tensor(out)}\n"
+        )
+    bias = (out[1], 1, 1)
+    body = (
+        source + conv + f"    %s = graph.add %c, %a2 : ({tensor(out)}, {tensor(bias)}) -> {tensor(out)}\n"
+        f"    %y = graph.relu %s : {tensor(out)}\n"
+    )
+    module = group_module([x, w, bias], body, out)
+    check_group(module, [sample(x), sample(w, seed=1, specials=False), sample(bias, seed=2)])
+
+
+def test_conv2d_f64():
+    x, w = (2, 4, 7, 6), (4, 4, 3, 3)
+    out = conv2d(x, w, (1, 1), (1, 1), (1, 1, 1, 1), 1)
+    body = (
+        f"    %y = graph.conv2d %a0, %a1 {{padding = {array((1, 1, 1, 1))}}}"
+        f" : ({tensor(x, 'f64')}, {tensor(w, 'f64')}) -> {tensor(out, 'f64')}\n"
+    )
+    module = group_module([x, w], body, out, "f64")
+    check_group(module, [sample(x, "f64"), sample(w, "f64", seed=1, specials=False)], rtol=1e-12, atol=1e-12)
+
+
+POOLS = [
+    # x, kernel, strides, padding
+    ((3, 8, 28, 28), (2, 2), (2, 2), (0, 0, 0, 0)),  # MNIST's pools, odd batch
+    ((3, 16, 14, 14), (3, 3), (3, 3), (0, 0, 0, 0)),  # windows leave the last two rows and columns
+    ((2, 3, 9, 8), (3, 3), (2, 1), (0, 0, 0, 0)),  # overlapping windows: the prologue computed once
+    ((2, 3, 9, 8), (3, 2), (1, 2), (1, 0, 2, 1)),
+    ((1, 2, 9, 18), (9, 9), (9, 9), (0, 0, 0, 0)),  # more taps than are unrolled: a loop over window rows
+]
+
+
+@pytest.mark.parametrize("x, kernel, strides, padding", POOLS)
+@pytest.mark.parametrize("op", ["max_pool2d", "avg_pool2d", "avg_pool2d {count_include_pad = true}"])
+def test_pool2d_with_prologue(op, x, kernel, strides, padding):
+    name, _, extra = op.partition(" ")
+    attributes = f"kernel = {array(kernel)}, strides = {array(strides)}, padding = {array(padding)}"
+    attributes += f", {extra[1:-1]}" if extra else ""
+    out, bias = pool2d(x, kernel, strides, padding), (x[1], 1, 1)
+    body = (
+        f"    %s = graph.add %a0, %a1 : ({tensor(x)}, {tensor(bias)}) -> {tensor(x)}\n"
+        f"    %r = graph.relu %s : {tensor(x)}\n"
+        f"    %y = graph.{name} %r {{{attributes}}} : ({tensor(x)}) -> {tensor(out)}\n"
+    )
+    module = group_module([x, bias], body, out)
+    check_group(module, [sample(x), sample(bias, seed=1)])
+    check_group(module, [-np.abs(sample(x)) - 1, np.zeros(bias, np.float32)])  # relu's zeros everywhere
