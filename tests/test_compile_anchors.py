@@ -106,6 +106,14 @@ def array(values) -> str:
     return f"array<i64: {', '.join(map(str, values))}>"
 
 
+def pool_op(op: str, kernel, strides, padding) -> tuple[str, str]:
+    """The op name and attributes of a pool case: op is "max_pool2d", "avg_pool2d" or
+    "avg_pool2d {count_include_pad = true}"."""
+    name, _, extra = op.partition(" ")
+    attributes = f"kernel = {array(kernel)}, strides = {array(strides)}, padding = {array(padding)}"
+    return name, attributes + (f", {extra[1:-1]}" if extra else "")
+
+
 CONVOLUTIONS = [
     # x, w, strides, dilations, padding, groups
     ((1, 1, 1, 1), (1, 1, 1, 1), (1, 1), (1, 1), (0, 0, 0, 0), 1),
@@ -141,9 +149,7 @@ POOLS = [
 @pytest.mark.parametrize("x, kernel, strides, padding", POOLS)
 @pytest.mark.parametrize("op", ["max_pool2d", "avg_pool2d", "avg_pool2d {count_include_pad = true}"])
 def test_pool2d_with_epilogue(op, x, kernel, strides, padding):
-    name, _, extra = op.partition(" ")
-    attributes = f"kernel = {array(kernel)}, strides = {array(strides)}, padding = {array(padding)}"
-    attributes += f", {extra[1:-1]}" if extra else ""
+    name, attributes = pool_op(op, kernel, strides, padding)
     text = unary(f"graph.{name} %x {{{attributes}}}", x, pool2d(x, kernel, strides, padding), epilogue="graph.neg")
     values = sample(x)
     check_compiled(text, values, rtol=1e-4)

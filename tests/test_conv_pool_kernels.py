@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_compile_anchors import array, pool_op
 from test_graph_to_linalg import sample, tensor
 from xdsl.dialects.func import FuncOp
 
@@ -15,10 +16,6 @@ from graphopt.dialects import graph
 from graphopt.dialects.shapes import conv2d, pool2d
 from graphopt.lowering.graph_to_linalg import lower_group
 from graphopt.lowering.row_split import row_split
-
-
-def array(values) -> str:
-    return f"array<i64: {', '.join(map(str, values))}>"
 
 
 def group_module(inputs: list[tuple[int, ...]], body: str, result: tuple[int, ...], dtype: str = "f32"):
@@ -123,9 +120,7 @@ POOLS = [
 @pytest.mark.parametrize("x, kernel, strides, padding", POOLS)
 @pytest.mark.parametrize("op", ["max_pool2d", "avg_pool2d", "avg_pool2d {count_include_pad = true}"])
 def test_pool2d_with_prologue(op, x, kernel, strides, padding):
-    name, _, extra = op.partition(" ")
-    attributes = f"kernel = {array(kernel)}, strides = {array(strides)}, padding = {array(padding)}"
-    attributes += f", {extra[1:-1]}" if extra else ""
+    name, attributes = pool_op(op, kernel, strides, padding)
     out, bias = pool2d(x, kernel, strides, padding), (x[1], 1, 1)
     body = (
         f"    %s = graph.add %a0, %a1 : ({tensor(x)}, {tensor(bias)}) -> {tensor(x)}\n"

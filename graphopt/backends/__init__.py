@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from importlib.metadata import entry_points
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import ClassVar, Protocol
 
 import numpy as np
