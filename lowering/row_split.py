@@ -4,8 +4,7 @@ A kernel whose loop nests (`linalg.generic`s) all iterate d0 in parallel, and in
 buffer that depends on d0 by d0 * S + e in its first dimension (S a constant, 1 for plain
 d0; e a loop dim other than d0 ranging over at most S, or nothing), computes each block of S
 rows of that buffer from that block alone. Its rows are counted in units: `rows` is the gcd
-of the generics' d0 extents (merged into larger units where a unit of an argument is not a
-multiple of CHUNK_ALIGNMENT bytes), and a buffer of R rows has R / `rows` rows per unit (so a
+of the generics' d0 extents, and a buffer of R rows has R / `rows` rows per unit (so a
 blocked matmul, d0 over blocks of MB rows, and its epilogue, d0 over rows, split by blocks).
 The same kernel compiled for `rows` units then computes any `rows` consecutive units: the
 caller offsets the sliced arguments' pointers by `begin * row_bytes` and passes the others
@@ -33,10 +32,9 @@ from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstan
 
 
 CHUNK_ALIGNMENT = 16
-"""Bytes that a row unit of every sliced argument is a multiple of (merging consecutive units
-until it is): a chunk's arguments start `begin * row_bytes` past the caller's, and must keep
-the alignment its kernel was compiled to assume (the cpu backend's 16 bytes). Where only a
-single unit of all rows gets there, the kernel runs whole."""
+"""A chunk's arguments start `begin * row_bytes` past the caller's and must keep the alignment
+its kernel was compiled to assume (the cpu backend's 16 bytes): chunks start at multiples of
+`RowSplit.granule` units."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +44,9 @@ class RowSplit:
     rows: int
     row_bytes: tuple[int, ...]
     """Bytes between consecutive row units of each argument; 0 for arguments not sliced."""
+    granule: int
+    """Chunks start at multiples of this many units: the fewest that span a multiple of
+    CHUNK_ALIGNMENT bytes in every argument (rows of 268 bytes: 4)."""
     sliced_temporaries: frozenset[SSAValue]
 
 
@@ -78,12 +79,11 @@ def row_split(kernel: func.FuncOp) -> RowSplit | None:
     if sliced & whole or written_args - sliced:
         return None
     units = math.gcd(*extents)
-    unit_bytes = [
+    row_bytes = tuple(
         a.type.element_type.compile_time_size * _count(a.type.get_shape()) // units if a in sliced else 0 for a in args
-    ]
-    aligned = (k for k in range(1, units) if units % k == 0 and all(b * k % CHUNK_ALIGNMENT == 0 for b in unit_bytes))
-    merged = next(aligned, units)
-    return RowSplit(units // merged, tuple(b * merged for b in unit_bytes), frozenset(v for v in sliced if v not in args))
+    )
+    granule = math.lcm(*(CHUNK_ALIGNMENT // math.gcd(b, CHUNK_ALIGNMENT) for b in row_bytes))
+    return RowSplit(units, row_bytes, granule, frozenset(v for v in sliced if v not in args))
 
 
 def _rows_per_step(index: AffineExpr, ranges: tuple[int, ...]) -> int:

@@ -5,6 +5,7 @@ import pytest
 from xdsl.parser import Parser
 
 import graphopt
+from graphopt.backends import cpu
 from graphopt.builder import GraphBuilder
 from graphopt.lowering.graph_to_linalg import lower_group
 from graphopt.lowering.row_split import row_split
@@ -31,13 +32,13 @@ def only_step(exe):
 @pytest.mark.parametrize(
     "module, split",
     [
-        (chain((1024, 67), (67,)), True),  # w broadcast along rows: not sliced
-        (chain((70000,), (1,)), True),
-        (chain((12, 30000), (12, 1)), True),  # w's rows of 4 bytes: units of 4 rows
+        (chain((1025, 67), (67,)), True),  # w broadcast along rows: not sliced; rows of 268 bytes
+        (chain((70001,), (1,)), True),
+        (chain((12, 30001), (12, 1)), True),  # w's rows of 4 bytes: chunks start at multiples of 4 rows
         (transposed((301, 257)), False),  # d0 reads another dimension of x
-        (chain((1025, 67), (67,)), False),  # rows of 268 bytes: no merge of rows keeps chunks 16-byte aligned
+        (chain((1024, 64), (64,)), True),
     ],
-    ids=["rows_and_broadcast", "vector", "few_rows", "transpose", "unaligned_rows"],
+    ids=["rows_and_broadcast", "vector", "few_rows", "transpose", "aligned_rows"],
 )
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_split_runs_equal_the_interpreter(module, split, threads):
@@ -47,7 +48,7 @@ def test_split_runs_equal_the_interpreter(module, split, threads):
     inputs[0].flat[::97] = np.nan
     exe = graphopt.compile(module, threads=threads)
     step = only_step(exe)
-    assert bool(step.kernel.chunks) == (split and threads > 1 and step.kernel.split.rows >= threads)
+    assert bool(step.kernel.chunks) == (split and threads > 1)
     for got, want in zip(exe(*inputs), graphopt.interpret(module, *inputs), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5)
 
@@ -60,15 +61,20 @@ def test_row_bytes_leave_broadcast_arguments_whole():
     assert split.row_bytes == (64 * 4, 0, 64 * 4)
 
 
-@pytest.mark.parametrize("shape, rows", [((1024, 67), 256), ((1026, 66), 513), ((1025, 67), 1), ((5, 3, 7), 1)])
-def test_row_units_merge_until_chunks_stay_16_byte_aligned(shape, rows):
+@pytest.mark.parametrize("shape, granule", [((1024, 64), 1), ((1026, 66), 2), ((1025, 67), 4), ((5, 3, 7), 4)])
+@pytest.mark.parametrize("threads", [2, 3])
+def test_chunks_start_16_byte_aligned(shape, granule, threads, monkeypatch):
     """A chunk's arguments start `begin * row_bytes` past the caller's (16-byte aligned) ones."""
+    monkeypatch.setattr(cpu, "PARALLEL_MIN_WORK", 0)
     module = chain(shape, shape[-1:])
-    fused = next(iter(graphopt.compile(module, threads=1).module.body.block.first_op.body.block.ops))
-    split = row_split(lower_group(fused, "k"))
-    row_bytes = int(np.prod(shape[1:])) * 4 * shape[0] // rows
-    assert split.rows == rows and split.row_bytes == (row_bytes, 0, row_bytes)
-    assert rows == 1 or row_bytes % 16 == 0
+    exe = graphopt.compile(module, threads=threads)
+    split = only_step(exe).kernel.split
+    assert (split.rows, split.granule) == (shape[0], granule)
+    begins = [begin for _, begin in only_step(exe).kernel.chunks]
+    assert begins[0] == 0 and len(begins) > 1 and all(begin * split.row_bytes[0] % 16 == 0 for begin in begins)
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(shape).astype(np.float32), rng.standard_normal(shape[-1:]).astype(np.float32)]
+    np.testing.assert_allclose(exe(*inputs)[0], graphopt.interpret(module, *inputs)[0], rtol=1e-6)
 
 
 def test_small_kernels_stay_on_one_thread():

@@ -50,7 +50,7 @@ def check_group(module, arrays, rtol=1e-4, atol=1e-5):
     (expected,) = graphopt.interpret(module, *arrays)
     for threads in (1, 2):
         (kernel,) = get_backend("cpu").compile([group], threads)
-        assert bool(kernel.chunks) == (threads > 1 and split.rows > 1)
+        assert bool(kernel.chunks) == (threads > 1 and split.rows > split.granule)
         out = np.empty(expected.shape, expected.dtype)
         kernel([np.ascontiguousarray(a) for a in arrays], [out])
         np.testing.assert_allclose(out, expected, rtol=rtol, atol=atol, equal_nan=True)

@@ -1,8 +1,9 @@
 """The cpu backend: each group becomes one kernel through linalg, the llvm dialect and llvmlite.
 
 Kernels of one `compile` call are JIT-compiled together (one LLVM module). A large kernel that
-is row-parallel (`lowering/row_split.py`) also gets row-chunk variants and runs as `threads`
-chunks at once on a thread pool; ctypes releases the GIL while kernels run. A row-local kernel
+is row-parallel (`lowering/row_split.py`) also gets row-chunk variants and runs as up to
+`threads` chunks at once on a thread pool (each chunk starting at a multiple of the split's
+granule, so its arguments stay 16-byte aligned); ctypes releases the GIL while kernels run. A row-local kernel
 is marked `graph.row_local`, so its loop nests run row by row in one loop (`fuse-row-loops`).
 """
 
@@ -98,12 +99,15 @@ class KernelPlan:
         self.split: RowSplit | None = None
         self.chunks: list[tuple[str, int]] = []
         split = row_split(kernel) if threads > 1 else None
-        if split is not None and split.rows >= threads:
-            self.split = split
-            base, extra = divmod(split.rows, threads)
-            sizes = [base + (i < extra) for i in range(threads)]
-            self.chunk_names = {size: f"{self.name}_rows{size}" for size in sorted(set(sizes))}
-            self.chunks = [(self.chunk_names[size], sum(sizes[:i])) for i, size in enumerate(sizes)]
+        if split is not None:
+            # at most `threads` chunks, each starting at a multiple of the granule (alignment)
+            per_chunk = -(-split.rows // (threads * split.granule)) * split.granule
+            begins = range(0, split.rows, per_chunk)
+            sizes = [min(per_chunk, split.rows - begin) for begin in begins]
+            if len(sizes) > 1:
+                self.split = split
+                self.chunk_names = {size: f"{self.name}_rows{size}" for size in sorted(set(sizes))}
+                self.chunks = [(self.chunk_names[size], begin) for size, begin in zip(sizes, begins)]
 
     def functions(self) -> list[FuncOp]:
         chunk_kernels = [row_chunk_kernel(self.kernel, self.split, size, name) for size, name in self.chunk_names.items()] if self.chunks else []
