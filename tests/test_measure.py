@@ -109,7 +109,7 @@ def test_corrupt_or_foreign_cache_warns_once_then_works(tmp_path, counted, conte
         assert CostCache(path).get(CostCache.key("cpu", mlp_group())) == 1e-3
 
 
-def test_failed_write_leaves_the_old_file_and_no_partial_one(tmp_path, monkeypatch):
+def test_failed_write_warns_once_and_leaves_the_old_file_and_no_partial_one(tmp_path, monkeypatch):
     path = tmp_path / "costs.json"
     cache = CostCache(path)
     cache.put("first", 1.0)
@@ -120,10 +120,22 @@ def test_failed_write_leaves_the_old_file_and_no_partial_one(tmp_path, monkeypat
         raise OSError("disk full")
 
     monkeypatch.setattr(json, "dump", failing_dump)
-    with pytest.raises(OSError, match="disk full"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         cache.put("second", 2.0)
+        cache.put("third", 3.0)
+    assert len(caught) == 1 and "disk full" in str(caught[0].message) and str(path) in str(caught[0].message)
+    assert cache.get("third") == 3.0  # kept in memory
     assert path.read_text() == before
     assert [p.name for p in tmp_path.iterdir()] == ["costs.json"]
+
+
+def test_unwritable_cache_directory_still_measures(tmp_path, counted):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.warns(UserWarning, match="cannot write the cost cache"):
+        costs = measure_all([(get_backend("cpu"), mlp_group())], CostCache(blocker / "costs.json"))
+    assert costs == [1e-3]
 
 
 def test_key_ignores_ssa_and_group_names_but_not_shapes_or_backend():

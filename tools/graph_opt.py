@@ -26,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -78,12 +79,19 @@ TOOL_ERRORS = (GraphoptError, DiagnosticException, ParseError, ValueError, OSErr
 
 @contextmanager
 def exit_on_error(tool: str) -> Iterator[None]:
-    """Turn bad input raised in the block into `<tool>: <message>` on stderr and exit code 1."""
-    try:
-        yield
-    except TOOL_ERRORS as e:
-        print(f"{tool}: {describe_error(e)}", file=sys.stderr)
-        sys.exit(1)
+    """Turn bad input raised in the block into `<tool>: <message>` on stderr and exit code 1,
+    and warnings into `<tool>: warning: <message>` lines."""
+
+    def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+        print(f"{tool}: warning: {message}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show_warning
+        try:
+            yield
+        except TOOL_ERRORS as e:
+            print(f"{tool}: {describe_error(e)}", file=sys.stderr)
+            sys.exit(1)
 
 
 def describe_error(error: Exception) -> str:

@@ -195,6 +195,7 @@ class CostCache:
         self.path = Path(path) if path is not None else default_cache_path()
         self.cpu = cpu_model()
         self.costs = self._load()
+        self.unwritable = False
 
     @staticmethod
     def key(backend_name: str, group: Operation, threads: int | None = None) -> str:
@@ -234,16 +235,24 @@ class CostCache:
         return {key: float(seconds) for key, seconds in data["costs"].items()}
 
     def _save(self) -> None:
-        """Write the whole cache to a temporary file next to it, then rename it over the cache."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        """Write the whole cache to a temporary file next to it, then rename it over the cache.
+        A cache that cannot be written (a read-only directory, a full disk) keeps its costs in
+        memory, with one warning: measuring still works, it is only not remembered."""
         try:
-            with os.fdopen(descriptor, "w") as stream:
-                json.dump({"format": FORMAT_VERSION, "cpu": self.cpu, "costs": self.costs}, stream, indent=1)
-            os.replace(temporary, self.path)
-        except BaseException:
-            os.unlink(temporary)
-            raise
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            descriptor, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+            try:
+                with os.fdopen(descriptor, "w") as stream:
+                    json.dump({"format": FORMAT_VERSION, "cpu": self.cpu, "costs": self.costs}, stream, indent=1)
+                os.replace(temporary, self.path)
+            except BaseException:
+                os.unlink(temporary)
+                raise
+        except OSError as e:
+            if not self.unwritable:
+                warnings.warn(f"cannot write the cost cache {self.path}: {e}; costs are kept for this process only",
+                              stacklevel=4)
+            self.unwritable = True
 
 
 # ----------------------------------------------------------------------------------------
