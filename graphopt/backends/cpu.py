@@ -126,6 +126,7 @@ class CpuKernel:
     """
 
     def __init__(self, kernel, constants, split: RowSplit | None, chunks, pool: ThreadPoolExecutor | None):
+        self.compiled = kernel  # keeps its module's machine code (and its chunks') alive
         self.function = kernel.unchecked
         self.constants = constants
         self.split = split
