@@ -51,6 +51,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from onnx import numpy_helper
 
 import graphopt
+from graphopt.backends.costs import group_ops
 from graphopt.backends.measure import cpu_model
 from graphopt.dialects import graph
 
@@ -330,8 +331,7 @@ def group_summary(exe: graphopt.Executable) -> str:
     """Each step of the Executable: its name, backend and ops."""
     parts = []
     for step in exe.steps:
-        ops = step.op.body.block.ops if isinstance(step.op, graph.FusedOp) else [step.op]
-        names = [op.name.removeprefix("graph.") for op in ops if not isinstance(op, (graph.YieldOp, graph.ConstantOp))]
+        names = [op.name.removeprefix("graph.") for op in group_ops(step.op) if not isinstance(op, graph.ConstantOp)]
         parts.append(f"{step.name} -> {step.backend} [{', '.join(names)}]")
     return "\n".join(f"    {part}" for part in parts)
 

@@ -23,6 +23,7 @@ threads a backend may use for one kernel.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -187,25 +188,24 @@ class Executable:
         values = [*self.function.body.block.args, *self.constants, *(v for step in self.steps for v in step.outputs)]
         self.slots = {value: slot for slot, value in enumerate(dict.fromkeys(values))}
         self.runs: list[Callable[[Frame], None]] = []
-        calls: list[NativeCall] = []
-        for step in self.steps:
-            native: NativeEntry | None = getattr(step.kernel, "native", None)
-            if native is None:
-                self._end_native_run(calls)
-                self.runs.append(self._python_run(step))
-                continue
+        for native, steps in itertools.groupby(self.steps, key=lambda step: _native(step) is not None):
+            if native:
+                self.runs.append(self._native_run(list(steps)))
+            else:
+                self.runs += [self._python_run(step) for step in steps]
+
+    def _native_run(self, steps: list[Step]) -> Callable[[Frame], None]:
+        """One generated native function calling the steps' kernels with addresses from the frame."""
+        calls = []
+        for step in steps:
             step.native_run = len(self.runs)
+            native = _native(step)
             inputs = [self.slots[v] for v in step.inputs]
             constants = [(c.ctypes.data,) for c in native.constants]  # fixed addresses
             outputs = [self.slots[v] for v in step.outputs]
             calls.append(NativeCall(native.address, (*inputs, *constants, *outputs)))
-        self._end_native_run(calls)
-
-    def _end_native_run(self, calls: list[NativeCall]) -> None:
-        if calls:
-            sequence = CallSequence(calls)
-            self.runs.append(lambda frame: sequence.function(frame.table))
-            calls.clear()
+        sequence = CallSequence(calls)
+        return lambda frame: sequence.function(frame.table)
 
     def _python_run(self, step: Step) -> Callable[[Frame], None]:
         kernel, inputs, outputs = step.kernel, [self.slots[v] for v in step.inputs], [self.slots[v] for v in step.outputs]
@@ -297,6 +297,11 @@ class Frame:
             self.arrays[slot] = array
             self.addresses[slot] = array.ctypes.data
         return self.addresses[slot]
+
+
+def _native(step: Step) -> NativeEntry | None:
+    """The step's kernel as a native function, when its backend offers one (`Kernel.native`)."""
+    return getattr(step.kernel, "native", None)
 
 
 def _entry_function(module: ModuleOp, entry: str) -> FuncOp:

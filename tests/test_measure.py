@@ -112,7 +112,7 @@ def test_corrupt_or_foreign_cache_warns_once_then_works(tmp_path, counted, conte
 def test_failed_write_warns_once_and_leaves_the_old_file_and_no_partial_one(tmp_path, monkeypatch):
     path = tmp_path / "costs.json"
     cache = CostCache(path)
-    cache.put("first", 1.0)
+    cache.put({"first": 1.0})
     before = path.read_text()
 
     def failing_dump(data, stream, **kwargs):
@@ -122,8 +122,8 @@ def test_failed_write_warns_once_and_leaves_the_old_file_and_no_partial_one(tmp_
     monkeypatch.setattr(json, "dump", failing_dump)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        cache.put("second", 2.0)
-        cache.put("third", 3.0)
+        cache.put({"second": 2.0})
+        cache.put({"third": 3.0})
     assert len(caught) == 1 and "disk full" in str(caught[0].message) and str(path) in str(caught[0].message)
     assert cache.get("third") == 3.0  # kept in memory
     assert path.read_text() == before

@@ -66,8 +66,13 @@ def op_flops(op: Operation) -> tuple[int, int]:
     return per_element * touched, 0
 
 
+def group_ops(group: Operation) -> list[Operation]:
+    """The ops a group computes: a graph.fused's body without its yield, or the op itself."""
+    return list(group.body.block.ops)[:-1] if isinstance(group, graph.FusedOp) else [group]
+
+
 def group_work(group: Operation) -> Work:
-    ops = list(group.body.block.ops)[:-1] if isinstance(group, graph.FusedOp) else [group]
+    ops = group_ops(group)
     counted = [op_flops(op) for op in ops if not isinstance(op, graph.ConstantOp)]
     moved = sum(_nbytes(v) for v in (*group.operands, *group.results))
     return Work(moved, sum(f for f, _ in counted), sum(c for _, c in counted), len(counted))
@@ -101,7 +106,7 @@ class MachineRates:
 
     def numpy_time(self, group: Operation) -> float:
         """Op by op in NumPy: each op moves its own operands and results."""
-        ops = list(group.body.block.ops)[:-1] if isinstance(group, graph.FusedOp) else [group]
+        ops = group_ops(group)
         total = 0.0
         for op in ops:
             flops, contraction = op_flops(op)

@@ -18,7 +18,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 
 from graphopt.backends import Backend, Kernel, NativeEntry
-from graphopt.backends.costs import group_work, machine
+from graphopt.backends.costs import group_ops, group_work, machine
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy
 from graphopt.lowering.fuse_row_loops import ROW_LOCAL_ATTR, is_row_local
@@ -65,8 +65,8 @@ class CpuBackend(Backend):
 
     def estimate(self, group: Operation) -> float:
         rates = machine()
-        ops = group.body.block.ops if isinstance(group, graph.FusedOp) else [group]
-        share = CONV_SHARE_OF_BLAS if any(isinstance(op, graph.Conv2dOp) for op in ops) else MATMUL_SHARE_OF_BLAS
+        has_conv = any(isinstance(op, graph.Conv2dOp) for op in group_ops(group))
+        share = CONV_SHARE_OF_BLAS if has_conv else MATMUL_SHARE_OF_BLAS
         return rates.kernel_time(group, share * rates.blas_flops)
 
     @staticmethod

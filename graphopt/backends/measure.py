@@ -186,7 +186,7 @@ class CostCache:
         cache = CostCache("build/costs.json")
         key = cache.key("blas", group)
         cache.get(key)                               # None until measured
-        cache.put(key, 1.2e-3)                       # the file is rewritten atomically
+        cache.put({key: 1.2e-3})                     # the file is rewritten atomically
 
     The file: {"format": 1, "cpu": "<model name>", "costs": {"<sha256 of the key text>": seconds}}.
     """
@@ -206,10 +206,8 @@ class CostCache:
     def get(self, key: str) -> float | None:
         return self.costs.get(key)
 
-    def put(self, key: str, seconds: float) -> None:
-        self.put_all({key: seconds})
-
-    def put_all(self, seconds: dict[str, float]) -> None:
+    def put(self, seconds: dict[str, float]) -> None:
+        """Add these entries (key: seconds) and rewrite the file."""
         self.costs.update(seconds)
         self._save()
 
@@ -275,5 +273,5 @@ def measure_all(pairs: Sequence[tuple[Backend, Operation]], cache: CostCache, qu
         show = not quiet and sys.stderr.isatty()
         with tqdm(total=REPEAT * len(missing), desc="measuring kernels", unit="sample", disable=not show) as bar:
             seconds = measure(list(missing.values()), REPEAT, threads, on_sample=bar.update)
-        cache.put_all(dict(zip(missing, seconds)))
+        cache.put(dict(zip(missing, seconds)))
     return [sum(cache.get(key) for key in group_keys) for group_keys in keys]
