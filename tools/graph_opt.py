@@ -33,28 +33,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from xdsl.context import Context
-from xdsl.passes import PassPipeline
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.dialects.func import FuncOp
-from xdsl.utils.exceptions import DiagnosticException, ParseError
-from xdsl.utils.target import Target
-from xdsl.xdsl_opt_main import xDSLOptMain
-
-from graphopt.compiler import ALIGNMENT
-from graphopt.dialects.cuda import Cuda
 from graphopt.dialects import graph
+from graphopt.dialects.cuda import Cuda
 from graphopt.dialects.graph import Graph
-from graphopt.errors import GraphoptError
 from graphopt.lowering import get_all_passes as get_lowering_passes
 from graphopt.lowering.graph_to_cuda import ConvertGraphToCudaPass
 from graphopt.lowering.graph_to_linalg import ConvertGraphToLinalgPass
 from graphopt.lowering.jit import optimized_llvm_ir
 from graphopt.lowering.ptx import DEFAULT_ARCH, ptx
 from graphopt.lowering.to_llvm import to_llvm_passes
-from graphopt.parsing import LocatedParser, format_parse_error, verify_located
 from graphopt.transforms import get_all_passes
 from graphopt.transforms.partition import Dataflow, PartitionPass
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.passes import PassPipeline
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.utils.target import Target
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from graphopt.compiler import ALIGNMENT
+from graphopt.errors import GraphoptError
+from graphopt.parsing import LocatedParser, format_parse_error, verify_located
 
 PASS_FLAGS: dict[str, str] = {
     "fuse": "group ops into graph.fused regions (options as for -p fuse{...})",
@@ -73,7 +73,7 @@ STAGE_FLAGS: dict[str, tuple[str, str]] = {
 
 OPTION_SEPARATOR = re.compile(r",(?=[\w-]+=)")
 
-TOOL_ERRORS = (GraphoptError, DiagnosticException, ParseError, ValueError, OSError)
+TOOL_ERRORS = (GraphoptError, DiagnosticException, ParseError, ArgSpecParseError, ValueError, OSError)
 """What bad input raises; a tool reports it in one message instead of a traceback."""
 
 
@@ -109,6 +109,13 @@ def shorthand_pass_spec(pass_name: str, options: str) -> str:
     if not options:
         return pass_name
     return pass_name + "{" + " ".join(OPTION_SEPARATOR.split(options)) + "}"
+
+
+def attached_pass_options(args: Sequence[str]) -> list[str]:
+    """`args` with each bare pass flag `--NAME` written `--NAME=`: a pass flag takes options only
+    attached (`--partition=backends=cpu`), so `graph-opt --fuse --partition in.mlir` reads in.mlir."""
+    flags = {f"--{name}" for name in PASS_FLAGS}
+    return [f"{arg}=" if arg in flags else arg for arg in args]
 
 
 def with_partition_report(pipeline: PassPipeline) -> PassPipeline:
@@ -222,7 +229,7 @@ class GraphOptMain(xDSLOptMain):
     """xdsl-opt with the graph dialect, graphopt's passes and located verifier errors."""
 
     def __init__(self, args: Sequence[str] | None = None):
-        super().__init__(description=__doc__.splitlines()[0], args=args)
+        super().__init__(description=__doc__.splitlines()[0], args=attached_pass_options(sys.argv[1:] if args is None else args))
         if self.args.input_file == "-":
             self.args.input_file = None
 

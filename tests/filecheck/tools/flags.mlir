@@ -8,6 +8,10 @@
 // RUN: not graph-opt %s -p no-such-pass 2>&1 | filecheck %s --check-prefix=PASS
 // RUN: not graph-opt %s -p 'cse{no-such-option=1}' 2>&1 | filecheck %s --check-prefix=OPTION
 // RUN: not graph-opt %t.missing.mlir 2>&1 | filecheck %s --check-prefix=MISSING
+// RUN: not graph-opt %s -p 'cse{' 2>&1 | filecheck %s --check-prefix=PIPELINE
+// A bare pass flag takes no options, so the file may follow it; options attach with '='.
+// RUN: graph-opt --fuse --partition %s | filecheck %s --check-prefix=FLAGS
+// RUN: graph-opt --fuse=mode=fallback --partition %s | filecheck %s --check-prefix=FALLBACK
 
 func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   %a = graph.exp %x : tensor<4xf32>
@@ -28,6 +32,13 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
 // PASS:       graph-opt: error: Unrecognized passes: ['no-such-pass']
 // OPTION:     graph-opt: error: Provided arguments ["no_such_option"] not found in expected arguments []
 // MISSING:    graph-opt: error: {{.*}}.missing.mlir: No such file or directory
+// PIPELINE:   graph-opt: error: Error parsing pass pipeline specification:
+// PIPELINE:   cse{
+// FLAGS:      graph.fused
+// FLAGS-SAME: mode = "compile", backend = "cpu"
+// FALLBACK:   graph.fused
+// FALLBACK-SAME: mode = "fallback", backend = "reference"
 // PASS-NOT:   Traceback
+// PIPELINE-NOT: Traceback
 // OPTION-NOT: Traceback
 // MISSING-NOT: Traceback
