@@ -44,6 +44,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from graphopt.dialects import graph
+from graphopt.dialects.attributes import (
+    dense_from_numpy,
+    dense_to_numpy,
+    is_bool,
+    is_float,
+)
+from graphopt.lowering import packed_gemm
 from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref
@@ -51,6 +59,7 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
+    DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FloatAttr,
     IndexType,
@@ -77,9 +86,6 @@ from xdsl.rewriter import InsertPoint
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException
 
-from graphopt.dialects import graph
-from graphopt.dialects.attributes import dense_to_numpy, is_bool, is_float
-
 Index = tuple[AffineExpr, ...]
 KERNEL_ATTR = "graph.kernel"
 CONSTANT_ARG_ATTR = "graph.constant"
@@ -102,17 +108,32 @@ class Group:
     inputs: list[SSAValue]
     ops: list[Operation]
     outputs: list[SSAValue]
+    constant_inputs: dict[SSAValue, DenseIntOrFPElementsAttr]
+    """The inputs that a graph.constant outside the group defines, with their values."""
 
     @staticmethod
     def of(op: Operation, name: str | None = None) -> Group:
+        constant_inputs = {
+            operand: operand.owner.value for operand in op.operands if isinstance(operand.owner, graph.ConstantOp)
+        }
         if isinstance(op, graph.FusedOp):
             block = op.body.block
             return Group(
-                name or op.group_name.data, list(block.args), list(block.ops)[:-1], list(block.last_op.operands)
+                name or op.group_name.data,
+                list(block.args),
+                list(block.ops)[:-1],
+                list(block.last_op.operands),
+                {arg: constant_inputs[operand] for arg, operand in zip(block.args, op.operands) if operand in constant_inputs},
             )
         if not isinstance(op, graph.GraphOp):
             raise Unsupported(f"'{op.name}' is not a graph op")
-        return Group(name or op.name.removeprefix("graph."), list(op.operands), [op], list(op.results))
+        return Group(name or op.name.removeprefix("graph."), list(op.operands), [op], list(op.results), constant_inputs)
+
+    def constant_value(self, value: SSAValue) -> DenseIntOrFPElementsAttr | None:
+        """The value of `value` when a graph.constant defines it, inside the group or outside."""
+        if isinstance(value.owner, graph.ConstantOp) and value.owner in self.ops:
+            return value.owner.value
+        return self.constant_inputs.get(value)
 
 
 # ----------------------------------------------------------------------------------------
@@ -582,19 +603,30 @@ class Kernel:
         self.cpu_schedules = cpu_schedules
         """Whether to use the CPU's loop schedules (blocked matmul; softmax storing its exp terms,
         its row max a `maxnumf`), or plain one-output nests a GPU lowering maps onto threads."""
+        packed = packed_matmuls(group) if cpu_schedules else {}
         constants = [
             op.result
             for op in group.ops
-            if isinstance(op, graph.ConstantOp) and not _is_splat(dense_to_numpy(op.value))
+            if isinstance(op, graph.ConstantOp)
+            and not _is_splat(dense_to_numpy(op.value))
+            and any(use.operation not in packed or use.index != 1 for use in op.result.uses)
         ]
-        values = group.inputs + constants + group.outputs
-        self.block = Block(arg_types=[MemRefType(_element(v), _shape(v)) for v in values])
+        weights = list(dict.fromkeys(op.b for op in packed))
+        panels = {b: packed_gemm.pack_panels(dense_to_numpy(group.constant_value(b))) for b in weights}
+        arg_types = [MemRefType(_element(v), _shape(v)) for v in group.inputs + constants]
+        arg_types += [MemRefType(_element(b), panels[b].shape) for b in weights]
+        arg_types += [MemRefType(_element(v), _shape(v)) for v in group.outputs]
+        self.block = Block(arg_types=arg_types)
         self.builder = Builder(InsertPoint.at_end(self.block))
-        self.constants = constants
+        self.constant_args = [c.owner.value for c in constants] + [dense_from_numpy(panels[b]) for b in weights]
+        """The values of the constant arguments, which follow the inputs."""
         args = list(self.block.args)
         self.buffers: dict[SSAValue, SSAValue] = dict(zip(group.inputs + constants, args))
         """Group values already held in a buffer, by value."""
-        self.results = args[len(group.inputs) + len(constants) :]
+        constants_end = len(group.inputs) + len(constants)
+        self.panels: dict[SSAValue, SSAValue] = dict(zip(weights, args[constants_end:]))
+        """The packed panels (`packed_gemm.pack_panels`) of each constant b of a matmul that runs as the ukernel."""
+        self.results = args[constants_end + len(weights) :]
         self.temporaries: list[SSAValue] = []
         self.extents: dict[int, SSAValue] = {}
 
@@ -665,9 +697,9 @@ class Kernel:
         kernel.attributes[KERNEL_ATTR] = UnitAttr()
         n = len(self.group.inputs)
         arg_attrs = [{} for _ in arg_types]
-        for position, constant in enumerate(self.constants):
-            arg_attrs[n + position] = {CONSTANT_ARG_ATTR: constant.owner.value}
-        if self.constants:
+        for position, value in enumerate(self.constant_args):
+            arg_attrs[n + position] = {CONSTANT_ARG_ATTR: value}
+        if self.constant_args:
             kernel.arg_attrs = ArrayAttr([DictionaryAttr(a) for a in arg_attrs])
         return kernel
 
@@ -846,11 +878,17 @@ def _lower_layer_norm(kernel: Kernel, op: graph.LayerNormOp, out: SSAValue) -> N
 def _lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
     """out[..., m, n] = sum over k of a[..., m, k] * b[..., k, n]; batch dims broadcast.
 
+    A matmul whose b has packed panels (`packed_matmuls`) is one call of the packed GEMM
+    ukernel (`packed_gemm`). Otherwise:
     The loops run (batch..., m, k, n): the reduction sits outside the contiguous n loop, so
     the innermost loop is out[m, :] += a[m, k] * b[k, :], which LLVM vectorizes. When every
     dim is a multiple of its block (`_matmul_blocks`), they run blocked
     (batch..., mb, nb, kb, mi, ki, ni): a KB x NB block of b stays in cache while MB rows use it.
     """
+    if op.b in kernel.panels:
+        operands = [kernel.materialize(op.a), kernel.panels[op.b], out]
+        kernel.builder.insert(func.CallOp(packed_gemm.declaration([v.type for v in operands]).sym_name.data, operands, []))
+        return
     out_shape = _shape(op.result)
     rank = len(out_shape)
     m_size, k_size, n_size = out_shape[-2], _shape(op.a)[-1], out_shape[-1]
@@ -873,6 +911,18 @@ def _lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
     b_index = broadcast_index(batch, _shape(op.b)[:-2], out_shape[:-2]) + (k, n)
     product = _by_type(arith.MulfOp, arith.MuliOp)(body, op, body.value(op.a, a_index), body.value(op.b, b_index))
     body.finish([_by_type(arith.AddfOp, arith.AddiOp)(body, op, body.output(0), product)])
+
+
+def packed_matmuls(group: Group) -> dict[graph.MatmulOp, None]:
+    """The group's matmuls that run as the packed GEMM ukernel: those whose b is a constant
+    (inside the group or a graph.constant outside it) and whose types it takes."""
+    return {
+        op: None
+        for op in group.ops
+        if isinstance(op, graph.MatmulOp)
+        and group.constant_value(op.b) is not None
+        and packed_gemm.packs(op.a.type, op.b.type, op.result.type)
+    }
 
 
 MATMUL_BLOCKS = (32, 128, 256)
@@ -1231,4 +1281,4 @@ class ConvertGraphToLinalgPass(ModulePass):
                 kernels.append(lower_group(node, name))
             except Unsupported as e:
                 raise PassFailedException(f"convert-graph-to-linalg: {name}: {e}") from None
-        replace_module_contents(op, kernels)
+        replace_module_contents(op, kernels + packed_gemm.declarations(kernels))

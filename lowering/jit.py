@@ -6,7 +6,8 @@
 
 A kernel checks its arguments (dtype, shape, C-contiguity, alignment, written buffers that
 overlap others) and raises `KernelArgumentError`. Compiled modules are cached for the process
-by their printed IR, so an identical kernel compiles once.
+by their printed IR, so an identical kernel compiles once. Declarations marked `graph.ukernel`
+get their bodies from the ukernel's generator (`packed_gemm.ukernel_ir`), linked in before O3.
 
 A `CallSequence` is one native function that calls several compiled kernels in a
 row, reading their array addresses from a table, so a runtime crosses from Python into native
@@ -24,6 +25,7 @@ from types import MappingProxyType
 
 import llvmlite.binding as llvm_binding
 import numpy as np
+from graphopt.lowering.packed_gemm import UKERNEL_ATTR, ukernel_ir
 from graphopt.lowering.to_llvm import lower_to_llvm
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects import func, llvm
@@ -179,13 +181,17 @@ def optimize(llvm_module: llvm_binding.ModuleRef, target_machine: llvm_binding.T
 
 
 def written_arguments(function: llvm.FuncOp) -> frozenset[int]:
-    """Positions of the pointer arguments that `function` stores through."""
+    """Positions of the pointer arguments that `function` stores through, or passes last to a
+    call (the ukernels it calls are destination-passing: they write their last argument)."""
     entry = function.body.blocks.first
     written: set[int] = set()
     for op in function.walk():
-        if not isinstance(op, llvm.StoreOp):
+        if isinstance(op, llvm.StoreOp):
+            pointer: SSAValue = op.ptr
+        elif isinstance(op, llvm.CallOp) and op.args:
+            pointer = op.args[-1]
+        else:
             continue
-        pointer: SSAValue = op.ptr
         while isinstance(pointer, OpResult) and isinstance(pointer.op, llvm.GEPOp):
             pointer = pointer.op.ptr
         if isinstance(pointer, BlockArgument) and pointer.block is entry:
@@ -198,11 +204,14 @@ class CompiledModule(Mapping[str, Kernel]):
 
     def __init__(self, module: ModuleOp, alignment: int):
         signatures = {op.sym_name.data: op.function_type for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks}
+        ukernels = [op for op in module.ops if isinstance(op, func.FuncOp) and UKERNEL_ATTR in op.attributes]
         lowered = lower_to_llvm(module.clone(), alignment)
         target_machine = host_target_machine()
         ir_module = convert_module(lowered, fallback_target_triple=target_machine.triple)
         ir_module.data_layout = str(target_machine.target_data)
         llvm_module = llvm_binding.parse_assembly(str(ir_module))
+        for ukernel in ukernels:
+            llvm_module.link_in(llvm_binding.parse_assembly(ukernel_ir(ukernel.sym_name.data, ukernel.function_type.inputs.data)))
         llvm_module.verify()
         optimize(llvm_module, target_machine)
         self.llvm_ir = str(llvm_module)

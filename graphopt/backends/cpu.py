@@ -22,8 +22,20 @@ from graphopt.backends.costs import group_ops, group_work, machine
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy
 from graphopt.lowering.fuse_row_loops import ROW_LOCAL_ATTR, is_row_local
-from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, Unsupported, lower_group
-from graphopt.lowering.jit import ArgumentSpec, KernelArgumentError, aligned_array, compile_module
+from graphopt.lowering.graph_to_linalg import (
+    CONSTANT_ARG_ATTR,
+    Group,
+    Unsupported,
+    lower_group,
+    packed_matmuls,
+)
+from graphopt.lowering.jit import (
+    ArgumentSpec,
+    KernelArgumentError,
+    aligned_array,
+    compile_module,
+)
+from graphopt.lowering.packed_gemm import declarations
 from graphopt.lowering.row_split import RowSplit, row_chunk_kernel, row_split
 
 ALIGNMENT = 16
@@ -36,6 +48,9 @@ costs more than it saves."""
 MATMUL_SHARE_OF_BLAS = 0.45
 """Our blocked matmul reaches about this share of NumPy's BLAS rate (39 against 84 GFLOP/s in
 benchmarks/cpu_codegen.py)."""
+PACKED_GEMM_SHARE_OF_BLAS = 1.15
+"""A matmul with a constant b runs as the packed GEMM ukernel (`lowering/packed_gemm.py`): 94-107
+against 73-87 GFLOP/s for NumPy's BLAS at 1 thread on the MLP and GELU block shapes."""
 CONV_SHARE_OF_BLAS = 0.85
 """Our conv2d loops reach about this share: 71 GFLOP/s on the MNIST CNN's 8->16 5x5 conv at
 batch 64 (benchmarks/conv_pool.py), where blas pays an im2col copy on top of its GEMM."""
@@ -60,13 +75,17 @@ class CpuBackend(Backend):
             for i, group in enumerate(groups)
         ]
         functions = [f for plan in plans for f in plan.functions()]
-        compiled = compile_module(ModuleOp(functions), alignment=ALIGNMENT)
+        compiled = compile_module(ModuleOp(functions + declarations(functions)), alignment=ALIGNMENT)
         return [plan.bind(compiled, pool) for plan in plans]
 
     def estimate(self, group: Operation) -> float:
         rates = machine()
-        has_conv = any(isinstance(op, graph.Conv2dOp) for op in group_ops(group))
-        share = CONV_SHARE_OF_BLAS if has_conv else MATMUL_SHARE_OF_BLAS
+        if any(isinstance(op, graph.Conv2dOp) for op in group_ops(group)):
+            share = CONV_SHARE_OF_BLAS
+        elif packed_matmuls(Group.of(group)):
+            share = PACKED_GEMM_SHARE_OF_BLAS
+        else:
+            share = MATMUL_SHARE_OF_BLAS
         return rates.kernel_time(group, share * rates.blas_flops)
 
     @staticmethod

@@ -31,14 +31,19 @@ from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region
 from xdsl.printer import Printer
 
 from graphopt.backends import Backend, Kernel, get_backend
 from graphopt.dialects import graph
-from graphopt.dialects.attributes import numpy_dtype
+from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.lowering.jit import aligned_array, aligned_empty
 
 FORMAT_VERSION = 1
@@ -58,29 +63,44 @@ SMALL_INT_BOUND = 4
 
 def standalone(group: Operation) -> FuncOp:
     """A function @group (in a module of its own) whose body is a clone of `group`, reading
-    the function's arguments (one per distinct operand) and returning its results; the clone
+    the function's arguments (one per distinct operand) and returning its results; operands
+    that a graph.constant defines stay constants (clones), so a kernel may specialize on them
+    as it does in the whole module (the cpu backend packs a matmul's constant b). The clone
     keeps no name hints, and a graph.fused clone is named "group" and placed on no backend."""
     sources = list(dict.fromkeys(group.operands))
-    block = Block(arg_types=[v.type for v in sources])
-    alone = group.clone(dict(zip(sources, block.args)), clone_name_hints=False)
+    arguments = [v for v in sources if not isinstance(v.owner, graph.ConstantOp)]
+    block = Block(arg_types=[v.type for v in arguments])
+    constants = {v: v.owner.clone(clone_name_hints=False) for v in sources if v not in arguments}
+    block.add_ops(constants.values())
+    mapping = {**dict(zip(arguments, block.args)), **{v: c.result for v, c in constants.items()}}
+    alone = group.clone(mapping, clone_name_hints=False)
     if isinstance(alone, graph.FusedOp):
         alone.attributes["name"] = StringAttr("group")
         alone.attributes.pop("backend", None)
     block.add_ops([alone, ReturnOp(*alone.results)])
-    function = FuncOp("group", ([v.type for v in sources], [r.type for r in alone.results]), Region(block))
+    function = FuncOp("group", ([v.type for v in arguments], [r.type for r in alone.results]), Region(block))
     ModuleOp([function])  # backends and the interpreter look the group's module up
     return function
 
 
+def group_of(function: FuncOp) -> Operation:
+    """The group of a `standalone` function: the op its return returns."""
+    return function.body.block.last_op.prev_op
+
+
 def canonical_text(group: Operation) -> str:
-    """`group` printed alone with its shapes; the same for groups that differ only in SSA names
-    and group name.
+    """`group` printed alone with its shapes; the same for groups that differ only in SSA names,
+    group name and the values of constant operands (printed as zeros: costs do not depend on them).
 
         %3 = graph.relu %x : tensor<4xf32>    and    %y = graph.relu %0 : tensor<4xf32>
         both print as  func.func @group(%0 : tensor<4xf32>) -> tensor<4xf32> { %1 = graph.relu %0 ... }
     """
+    function = standalone(group)
+    for op in function.body.block.ops:
+        if isinstance(op, graph.ConstantOp):
+            op.attributes["value"] = DenseIntOrFPElementsAttr.from_list(op.value.type, [0])
     stream = io.StringIO()
-    Printer(stream=stream).print_op(standalone(group))
+    Printer(stream=stream).print_op(function)
     return stream.getvalue()
 
 
@@ -133,13 +153,16 @@ def _compiled_runs(pairs: Sequence[tuple[Backend, Operation]], threads: int) -> 
     kernels: list[Kernel | None] = [None] * len(pairs)
     for backend in {id(b): b for b, _ in pairs}.values():
         positions = [i for i, (b, _) in enumerate(pairs) if b is backend]
-        compiled = backend.compile([functions[i].body.block.first_op for i in positions], threads)
+        compiled = backend.compile([group_of(functions[i]) for i in positions], threads)
         for position, kernel in zip(positions, compiled, strict=True):
             kernels[position] = kernel
     runs = []
     for function, kernel in zip(functions, kernels):
-        results = function.body.block.first_op.results
-        inputs = [aligned_array(a) for a in random_arrays([a.type for a in function.body.block.args])]
+        arguments = function.body.block.args
+        arrays = dict(zip(arguments, random_arrays([a.type for a in arguments])))
+        group = group_of(function)
+        results = group.results
+        inputs = [aligned_array(arrays[v] if v in arrays else dense_to_numpy(v.owner.value)) for v in group.operands]
         outputs = [aligned_empty(r.type.get_shape(), numpy_dtype(r.type.get_element_type())) for r in results]
         run = functools.partial(kernel, inputs, outputs)
         run()  # warm up: page faults, lazy initialization

@@ -1,0 +1,132 @@
+"""The packed GEMM ukernel: matmuls whose b is a constant, compiled on the cpu backend, against the interpreter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_graph_to_linalg import sample
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+
+import graphopt
+from graphopt.backends import get_backend
+from graphopt.backends.measure import canonical_text, standalone
+from graphopt.builder import GraphBuilder
+from graphopt.dialects import graph
+from graphopt.lowering.graph_to_linalg import ConvertGraphToLinalgPass
+from graphopt.lowering.jit import KernelArgumentError, aligned_empty, compile_module
+from graphopt.lowering.packed_gemm import PANEL, VECTOR, pack_panels, packed_size
+from graphopt.transforms.fuse import FusePass
+
+
+def dense_layer(a_shape, b: np.ndarray, bias: np.ndarray | None = None, b_is_input: bool = False):
+    """@main(x) = relu(x @ b + bias) (or x @ b), b and bias constants (b an input when asked)."""
+    g = GraphBuilder()
+    x = g.input("x", a_shape, b.dtype)
+    w = g.input("w", b.shape) if b_is_input else g.constant(b)
+    y = g.matmul(x, w)
+    if bias is not None:
+        y = g.relu(g.add(y, g.constant(bias)))
+    return g.finish(y)
+
+
+def kernels(module) -> list[func.FuncOp]:
+    """The module's kernels and declarations after fuse and convert-graph-to-linalg."""
+    lowered = module.clone()
+    FusePass().apply(Context(), lowered)
+    ConvertGraphToLinalgPass().apply(Context(), lowered)
+    return list(lowered.ops)
+
+
+def ukernel_calls(module) -> list[str]:
+    return [op.callee.string_value() for kernel in kernels(module) for op in kernel.walk() if isinstance(op, func.CallOp)]
+
+
+def check_compiled(module, *arrays):
+    expected = graphopt.interpret(module, *arrays)
+    actual = graphopt.compile(module, backends=("cpu",))(*arrays)
+    for e, a in zip(expected, actual, strict=True):
+        # sums of up to hundreds of products in another order (FMAs, blocks of k)
+        np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
+@pytest.mark.parametrize(
+    "a_shape, b_shape",
+    [
+        ((1, 1), (1, 1)),
+        ((5, 3), (3, 10)),  # one row tile of 5, one edge panel of 10 columns (masked)
+        ((7, 257), (257, 65)),  # a full tile and 1 row; a full panel and 1 column; k past one block
+        ((13, 300), (300, 130)),
+        ((2, 3, 7), (7, 17)),  # a's leading dims are rows
+        ((6, 256), (256, 64)),  # exactly one tile, one panel, one block
+        ((1, 513), (513, 1)),
+    ],
+)
+@pytest.mark.parametrize("specials_in", ["a", "b"])
+def test_dense_layer_matches_interpreter(a_shape, b_shape, specials_in):
+    """NaN, inf and signed zeros (at the start of a or b) propagate as in the interpreter."""
+    b = sample(b_shape, seed=1, specials=specials_in == "b")
+    module = dense_layer(a_shape, b, sample(b_shape[-1:], seed=2, specials=False))
+    assert len(ukernel_calls(module)) == 1
+    check_compiled(module, sample(a_shape, specials=specials_in == "a"))
+
+
+@settings(max_examples=12, deadline=None)
+@given(m=st.integers(1, 20), k=st.integers(1, 300), n=st.integers(1, 140), seed=st.integers(0, 2**16))
+def test_any_shape_matches_interpreter(m, k, n, seed):
+    rng = np.random.default_rng(seed)
+    module = dense_layer((m, k), rng.standard_normal((k, n)).astype(np.float32))
+    check_compiled(module, rng.standard_normal((m, k)).astype(np.float32))
+
+
+def test_only_constant_f32_b_is_packed():
+    b = sample((8, 16), specials=False)
+    assert ukernel_calls(dense_layer((4, 8), b)) == ["graphopt_sgemm_packed_4x8x16"]
+    assert ukernel_calls(dense_layer((4, 8), b, b_is_input=True)) == []  # b known only at run time
+    assert ukernel_calls(dense_layer((4, 8), b.astype(np.float64))) == []  # f32 only
+
+
+def test_kernel_takes_panels_and_module_declares_the_ukernel():
+    module = dense_layer((4, 8), sample((8, 70), specials=False))
+    kernel, declaration = kernels(module)
+    panels = kernel.function_type.inputs.data[-2]  # after x and b (unused: its panels replace it)
+    assert panels.get_shape() == (packed_size(8, 70),) == (8 * (PANEL + VECTOR),)
+    assert declaration.is_declaration and "graph.ukernel" in declaration.attributes
+
+
+def test_pack_panels_layout():
+    b = np.arange(3 * 70, dtype=np.float32).reshape(3, 70)
+    packed = pack_panels(b)
+    full, edge = packed[: 3 * PANEL].reshape(3, PANEL), packed[3 * PANEL :].reshape(3, VECTOR)
+    np.testing.assert_array_equal(full, b[:, :PANEL])  # panel 0, k-major
+    np.testing.assert_array_equal(edge[:, :6], b[:, PANEL:])
+    assert not edge[:, 6:].any()  # zero padding to a whole vector
+
+
+def test_ukernel_output_counts_as_written():
+    """The kernel writes its output only through the call; an output overlapping an input is refused."""
+    lowered = kernels(dense_layer((4, 8), sample((8, 16), specials=False)))
+    compiled = compile_module(ModuleOp([op.clone() for op in lowered]))[lowered[0].sym_name.data]
+    assert compiled.written == frozenset({len(compiled.arguments) - 1})
+    memory = aligned_empty((64,), np.float32)
+    x, out = memory[:32].reshape(4, 8), memory.reshape(4, 16)
+    b, panels = (aligned_empty(spec.shape, np.float32) for spec in compiled.arguments[1:3])
+    with pytest.raises(KernelArgumentError, match="overlap"):
+        compiled(x, b, panels, out)
+
+
+def test_measurement_keeps_constants_and_keys_ignore_their_values():
+    group_of = lambda module: next(op for op in module.walk() if isinstance(op, graph.MatmulOp))  # noqa: E731
+    first, second = (dense_layer((4, 8), sample((8, 16), seed=s, specials=False)) for s in (1, 2))
+    alone = standalone(group_of(first))
+    assert isinstance(alone.body.block.first_op, graph.ConstantOp) and len(alone.body.block.args) == 1
+    assert canonical_text(group_of(first)) == canonical_text(group_of(second))
+
+
+def test_cpu_estimate_prefers_packed_gemm_over_blas():
+    module = dense_layer((128, 768), np.zeros((768, 3072), np.float32))
+    matmul = next(op for op in module.walk() if isinstance(op, graph.MatmulOp))
+    assert get_backend("cpu").estimate(matmul) < get_backend("blas").estimate(matmul)
