@@ -31,7 +31,9 @@ pooling (n, c, oh, ow) with the window unrolled in the body; elementwise loops a
 over NCHW rows shorter than SHORT_LOOP run (h, w) as one loop); accumulations that stay
 innermost (row reductions) are marked `reassoc` so LLVM vectorizes them, and a conv's
 multiply-adds `contract` so they become FMAs. Row reductions (softmax, log_softmax,
-layer_norm) keep row statistics in row-sized buffers. What cannot be lowered raises
+layer_norm) keep row statistics in row-sized buffers. On the CPU, a matmul whose b is an f32
+constant calls the packed GEMM ukernel (`packed_gemm.py`) on b's panels, packed here and passed
+as a constant argument after the others. What cannot be lowered raises
 `Unsupported`; `supports(op)` returns its reason.
 """
 
@@ -887,7 +889,7 @@ def _lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
     """
     if op.b in kernel.panels:
         operands = [kernel.materialize(op.a), kernel.panels[op.b], out]
-        kernel.builder.insert(func.CallOp(packed_gemm.declaration([v.type for v in operands]).sym_name.data, operands, []))
+        kernel.builder.insert(packed_gemm.call(operands))
         return
     out_shape = _shape(op.result)
     rank = len(out_shape)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, UnitAttr, f32
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, SSAValue
 
 PANEL = 64
 """Columns of b per panel: 4 vectors of 16 floats."""
@@ -75,6 +75,11 @@ def declaration(types: Sequence[MemRefType]) -> func.FuncOp:
     declared = func.FuncOp.external(f"graphopt_sgemm_packed_{rows}x{k}x{n}", list(types), [])
     declared.attributes[UKERNEL_ATTR] = UnitAttr()
     return declared
+
+
+def call(operands: Sequence[SSAValue]) -> func.CallOp:
+    """The ukernel call on (a, b panels, out) buffers, the callee named after their shapes."""
+    return func.CallOp(declaration([v.type for v in operands]).sym_name.data, operands, [])
 
 
 def declarations(kernels: Sequence[func.FuncOp]) -> list[func.FuncOp]:

@@ -15,7 +15,8 @@ shrink to the slice.
     func.func @k_rows3(%x: memref<3x4xf32>, %w: memref<4xf32>, %out: memref<3x4xf32>)
 
 Row-local softmax/layer_norm (per-row statistics in a row-sized temporary), matmul looping
-(m, k, n) or blocked (mb, nb, kb, mi, ki, ni) and elementwise kernels split; reductions over d0, gathers and reads at computed
+(m, k, n) or blocked (mb, nb, kb, mi, ki, ni), packed GEMM ukernel calls (rows of their a and
+out, all of b's panels; a chunk calls the ukernel for its rows) and elementwise kernels split; reductions over d0, gathers and reads at computed
 indices (`memref.load`, `linalg.index` of d0) do not.
 """
 
@@ -24,12 +25,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from graphopt.lowering import packed_gemm
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import MemRefType
 from xdsl.dialects.linalg.ops import GenericOp, IndexOp
 from xdsl.ir import Block, Region, SSAValue
-from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr
-
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+)
 
 CHUNK_ALIGNMENT = 16
 """A chunk's arguments start `begin * row_bytes` past the caller's and must keep the alignment
@@ -55,11 +62,19 @@ def row_split(kernel: func.FuncOp) -> RowSplit | None:
     block = kernel.body.block
     args = list(block.args)
     generics = [op for op in block.ops if isinstance(op, GenericOp)]
-    if not generics or any(not isinstance(op, (GenericOp, memref.AllocOp, memref.DeallocOp, func.ReturnOp)) for op in block.ops):
+    calls = [op for op in block.ops if isinstance(op, func.CallOp)]
+    if not (generics or calls) or any(
+        not isinstance(op, (GenericOp, func.CallOp, memref.AllocOp, memref.DeallocOp, func.ReturnOp)) for op in block.ops
+    ):
         return None
     sliced: set[SSAValue] = set()
     whole: set[SSAValue] = set()
     extents: set[int] = set()
+    for call in calls:  # the packed GEMM ukernel: out's rows from a's rows, all of b
+        a, panels, out = call.arguments
+        extents.add(out.type.get_shape()[0])
+        sliced.update((a, out))
+        whole.add(panels)
     for generic in generics:
         if generic.iterator_types.data[0].data.value != "parallel" or not _reads_rows_only(generic):
             return None
@@ -75,7 +90,7 @@ def row_split(kernel: func.FuncOp) -> RowSplit | None:
                 return None
             else:
                 whole.add(operand)
-    written_args = {o for g in generics for o in g.outputs if o in args}
+    written_args = {o for g in generics for o in g.outputs if o in args} | {c.arguments[-1] for c in calls if c.arguments[-1] in args}
     if sliced & whole or written_args - sliced:
         return None
     units = math.gcd(*extents)
@@ -117,6 +132,8 @@ def row_chunk_kernel(kernel: func.FuncOp, split: RowSplit, rows: int, name: str)
             chunk_type = _rows_of(op.memref.type, rows, split)
             new_op = memref.AllocOp.get(chunk_type.element_type, shape=chunk_type.get_shape())
             mapping[op.memref] = new_op.memref
+        elif isinstance(op, func.CallOp):
+            new_op = packed_gemm.call([mapping.get(v, v) for v in op.arguments])
         else:
             new_op = op.clone(value_mapper=mapping)
         block.add_op(new_op)

@@ -130,3 +130,14 @@ def test_cpu_estimate_prefers_packed_gemm_over_blas():
     module = dense_layer((128, 768), np.zeros((768, 3072), np.float32))
     matmul = next(op for op in module.walk() if isinstance(op, graph.MatmulOp))
     assert get_backend("cpu").estimate(matmul) < get_backend("blas").estimate(matmul)
+
+
+def test_ukernel_kernel_splits_by_rows():
+    """At 2 threads the kernel runs as row chunks, each calling the ukernel for its rows."""
+    rng = np.random.default_rng(0)
+    module = dense_layer((37, 300), rng.standard_normal((300, 130)).astype(np.float32), np.ones(130, np.float32))
+    executable = graphopt.compile(module, backends=("cpu",), threads=2)
+    (step,) = executable.steps
+    assert len(step.kernel.chunks) == 2
+    x = sample((37, 300))
+    np.testing.assert_allclose(executable(x)[0], graphopt.interpret(module, x)[0], rtol=1e-4, atol=1e-4, equal_nan=True)
