@@ -18,8 +18,6 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
 import ctypes
-import statistics
-import time
 
 import numpy as np
 from xdsl.dialects.func import FuncOp
@@ -28,6 +26,8 @@ import graphopt
 from graphopt.backends import get_backend
 from graphopt.dialects import graph
 from graphopt.lowering.jit import aligned_array, aligned_empty
+
+from timing import interleaved_medians
 
 
 def tensor(shape) -> str:
@@ -90,11 +90,6 @@ def numpy_pool(shape, window: int):
     return run
 
 
-BLOCK = 4
-"""Timed calls of one side in a row: the sides alternate in blocks, so both see the same noise
-but neither runs on caches the other just filled with its own scratch arrays."""
-
-
 def native_call(kernel, inputs, outputs):
     """The cpu kernel's native function bound to the arrays' addresses."""
     entry = kernel.native
@@ -122,19 +117,11 @@ def measure(name: str, text: str, flops: int, reference, seconds: float) -> str:
         "cpu": native_call(cpu_kernel, inputs, [outputs["cpu"]]),
         "reference": lambda: reference(inputs, [outputs["reference"]]),
     }
-    times = {side: [] for side in calls}
     for side, call in calls.items():
         call()
         np.testing.assert_allclose(outputs[side], expected, rtol=1e-4, atol=1e-4)
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        for side, call in calls.items():
-            call()  # a block of calls after one that warms the caches the other side used
-            for _ in range(BLOCK):
-                begin = time.perf_counter()
-                call()
-                times[side].append(time.perf_counter() - begin)
-    cpu, ref = (statistics.median(times[side]) for side in ("cpu", "reference"))
+    medians = interleaved_medians(calls, seconds)
+    cpu, ref = medians["cpu"], medians["reference"]
     rate = f"{flops / cpu / 1e9:6.1f} GFLOP/s" if flops else ""
     return f"{name:34s} {cpu * 1e6:9.1f} us {reference_name:>6s} {ref * 1e6:9.1f} us  {ref / cpu:6.2f}x  {rate}"
 

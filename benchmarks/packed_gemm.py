@@ -1,0 +1,70 @@
+"""The packed GEMM ukernel (lowering/packed_gemm.py) against NumPy's matmul (OpenBLAS), one thread.
+
+    python benchmarks/packed_gemm.py [--seconds 1.0]
+
+For each shape, x (m x k) @ W (k x n) with W a constant: graphopt.compile(backends=("cpu",))
+runs it as one kernel calling the ukernel on W's panels (packed at compile time); NumPy runs
+np.matmul(x, W, out=...), which packs W at every call. The ukernel's time includes the Executable's dispatch (about 6 us a call).
+The two run in alternating blocks of calls
+(benchmarks/timing.py); prints medians, GFLOP/s and NumPy / ukernel. Results are checked
+against NumPy.
+"""
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse
+
+import numpy as np
+
+import graphopt
+from graphopt.builder import GraphBuilder
+from graphopt.lowering.jit import aligned_array, aligned_empty
+
+from timing import interleaved_medians
+
+SHAPES = [
+    (128, 768, 3072),  # the GELU MLP block's first GEMM
+    (128, 3072, 768),  # its second
+    (256, 1024, 1024),  # the MLP
+    (2048, 1024, 1000),
+    (64, 256, 10),  # the MNIST CNN's classifier at batch 64
+    (1, 1024, 1024),  # one row
+]
+
+
+def compare(m: int, k: int, n: int, seconds: float) -> str:
+    rng = np.random.default_rng(0)
+    x = aligned_array(rng.standard_normal((m, k)).astype(np.float32))
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    g = GraphBuilder()
+    executable = graphopt.compile(g.finish(g.matmul(g.input("x", (m, k)), g.constant(w))), backends=("cpu",), threads=1)
+    outputs = {side: aligned_empty((m, n), np.float32) for side in ("ukernel", "numpy")}
+    calls = {
+        "ukernel": lambda: executable(x, out=[outputs["ukernel"]]),
+        "numpy": lambda: np.matmul(x, w, out=outputs["numpy"]),
+    }
+    for call in calls.values():
+        call()
+    np.testing.assert_allclose(outputs["ukernel"], outputs["numpy"], rtol=1e-3, atol=1e-3)
+    medians = interleaved_medians(calls, seconds)
+    flops = 2 * m * k * n
+    ours, numpy = medians["ukernel"], medians["numpy"]
+    return (
+        f"{m:5d} x {k:5d} x {n:5d}  {ours * 1e3:8.3f} ms {flops / ours / 1e9:6.1f} GFLOP/s"
+        f"  {numpy * 1e3:8.3f} ms {flops / numpy / 1e9:6.1f} GFLOP/s  {numpy / ours:6.2f}x"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=1.0, help="timing per shape")
+    args = parser.parse_args()
+    print(f"{'m x k x n':23s}  {'ukernel':>24s}  {'NumPy (OpenBLAS)':>24s}  NumPy / ukernel")
+    for shape in SHAPES:
+        print(compare(*shape, args.seconds))
+
+
+if __name__ == "__main__":
+    main()
