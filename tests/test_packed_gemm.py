@@ -141,3 +141,11 @@ def test_ukernel_kernel_splits_by_rows():
     assert len(step.kernel.chunks) == 2
     x = sample((37, 300))
     np.testing.assert_allclose(executable(x)[0], graphopt.interpret(module, x)[0], rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
+def test_kernels_differing_only_in_weights_compile_apart():
+    """The JIT's cache keys a module by its text with constant arguments digested, not dropped."""
+    x = sample((3, 8), specials=False)
+    for seed in (1, 2):
+        module = dense_layer((3, 8), sample((8, 16), seed=seed, specials=False))
+        np.testing.assert_allclose(graphopt.compile(module)(x)[0], graphopt.interpret(module, x)[0], rtol=1e-5)
