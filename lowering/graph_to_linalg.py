@@ -46,14 +46,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from graphopt.dialects import graph
-from graphopt.dialects.attributes import (
-    dense_from_numpy,
-    dense_to_numpy,
-    is_bool,
-    is_float,
-)
-from graphopt.lowering import packed_gemm
 from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref
@@ -88,6 +80,10 @@ from xdsl.rewriter import InsertPoint
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException
 
+from graphopt.dialects import graph
+from graphopt.dialects.attributes import dense_from_numpy, dense_to_numpy, is_bool, is_float
+from graphopt.lowering import packed_gemm
+
 Index = tuple[AffineExpr, ...]
 KERNEL_ATTR = "graph.kernel"
 CONSTANT_ARG_ATTR = "graph.constant"
@@ -115,9 +111,7 @@ class Group:
 
     @staticmethod
     def of(op: Operation, name: str | None = None) -> Group:
-        constant_inputs = {
-            operand: operand.owner.value for operand in op.operands if isinstance(operand.owner, graph.ConstantOp)
-        }
+        constant_inputs = {v: v.owner.value for v in op.operands if isinstance(v.owner, graph.ConstantOp)}
         if isinstance(op, graph.FusedOp):
             block = op.body.block
             return Group(
@@ -125,7 +119,7 @@ class Group:
                 list(block.args),
                 list(block.ops)[:-1],
                 list(block.last_op.operands),
-                {arg: constant_inputs[operand] for arg, operand in zip(block.args, op.operands) if operand in constant_inputs},
+                {arg: constant_inputs[v] for arg, v in zip(block.args, op.operands) if v in constant_inputs},
             )
         if not isinstance(op, graph.GraphOp):
             raise Unsupported(f"'{op.name}' is not a graph op")
@@ -916,8 +910,8 @@ def _lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
 
 
 def packed_matmuls(group: Group) -> dict[graph.MatmulOp, None]:
-    """The group's matmuls that run as the packed GEMM ukernel: those whose b is a constant
-    (inside the group or a graph.constant outside it) and whose types it takes."""
+    """The group's matmuls that run as the packed GEMM ukernel, in order (an ordered set): those
+    whose b is a constant (inside the group or a graph.constant outside it) and whose types it takes."""
     return {
         op: None
         for op in group.ops

@@ -16,8 +16,9 @@ shrink to the slice.
 
 Row-local softmax/layer_norm (per-row statistics in a row-sized temporary), matmul looping
 (m, k, n) or blocked (mb, nb, kb, mi, ki, ni), packed GEMM ukernel calls (rows of their a and
-out, all of b's panels; a chunk calls the ukernel for its rows) and elementwise kernels split; reductions over d0, gathers and reads at computed
-indices (`memref.load`, `linalg.index` of d0) do not.
+out, all of b's panels; a chunk calls the ukernel for its rows) and elementwise kernels split;
+reductions over d0, gathers and reads at computed indices (`memref.load`, `linalg.index` of
+d0) do not.
 """
 
 from __future__ import annotations
@@ -25,18 +26,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from graphopt.lowering import packed_gemm
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import MemRefType
 from xdsl.dialects.linalg.ops import GenericOp, IndexOp
 from xdsl.ir import Block, Region, SSAValue
-from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
-    AffineBinaryOpKind,
-    AffineConstantExpr,
-    AffineDimExpr,
-    AffineExpr,
-)
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr
+
+from graphopt.lowering import packed_gemm
+
 
 CHUNK_ALIGNMENT = 16
 """A chunk's arguments start `begin * row_bytes` past the caller's and must keep the alignment
@@ -90,7 +87,8 @@ def row_split(kernel: func.FuncOp) -> RowSplit | None:
                 return None
             else:
                 whole.add(operand)
-    written_args = {o for g in generics for o in g.outputs if o in args} | {c.arguments[-1] for c in calls if c.arguments[-1] in args}
+    outputs = [o for g in generics for o in g.outputs] + [c.arguments[-1] for c in calls]
+    written_args = {o for o in outputs if o in args}
     if sliced & whole or written_args - sliced:
         return None
     units = math.gcd(*extents)

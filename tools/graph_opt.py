@@ -33,28 +33,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from graphopt.dialects import graph
+from xdsl.context import Context
+from xdsl.passes import PassPipeline
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.utils.target import Target
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from graphopt.compiler import ALIGNMENT
 from graphopt.dialects.cuda import Cuda
+from graphopt.dialects import graph
 from graphopt.dialects.graph import Graph
+from graphopt.errors import GraphoptError
 from graphopt.lowering import get_all_passes as get_lowering_passes
 from graphopt.lowering.graph_to_cuda import ConvertGraphToCudaPass
 from graphopt.lowering.graph_to_linalg import ConvertGraphToLinalgPass
 from graphopt.lowering.jit import optimized_llvm_ir
 from graphopt.lowering.ptx import DEFAULT_ARCH, ptx
 from graphopt.lowering.to_llvm import to_llvm_passes
+from graphopt.parsing import LocatedParser, format_parse_error, verify_located
 from graphopt.transforms import get_all_passes
 from graphopt.transforms.partition import Dataflow, PartitionPass
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.dialects.func import FuncOp
-from xdsl.passes import PassPipeline
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
-from xdsl.utils.target import Target
-from xdsl.xdsl_opt_main import xDSLOptMain
-
-from graphopt.compiler import ALIGNMENT
-from graphopt.errors import GraphoptError
-from graphopt.parsing import LocatedParser, format_parse_error, verify_located
 
 PASS_FLAGS: dict[str, str] = {
     "fuse": "group ops into graph.fused regions (options as for -p fuse{...})",

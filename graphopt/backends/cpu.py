@@ -22,19 +22,8 @@ from graphopt.backends.costs import group_ops, group_work, machine
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy
 from graphopt.lowering.fuse_row_loops import ROW_LOCAL_ATTR, is_row_local
-from graphopt.lowering.graph_to_linalg import (
-    CONSTANT_ARG_ATTR,
-    Group,
-    Unsupported,
-    lower_group,
-    packed_matmuls,
-)
-from graphopt.lowering.jit import (
-    ArgumentSpec,
-    KernelArgumentError,
-    aligned_array,
-    compile_module,
-)
+from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, Group, Unsupported, lower_group, packed_matmuls
+from graphopt.lowering.jit import ArgumentSpec, KernelArgumentError, aligned_array, compile_module
 from graphopt.lowering.packed_gemm import declarations
 from graphopt.lowering.row_split import RowSplit, row_chunk_kernel, row_split
 
@@ -49,8 +38,9 @@ MATMUL_SHARE_OF_BLAS = 0.45
 """Our blocked matmul reaches about this share of NumPy's BLAS rate (39 against 84 GFLOP/s in
 benchmarks/cpu_codegen.py)."""
 PACKED_GEMM_SHARE_OF_BLAS = 1.15
-"""A matmul with a constant b runs as the packed GEMM ukernel (`lowering/packed_gemm.py`): 94-107
-against 73-87 GFLOP/s for NumPy's BLAS at 1 thread on the MLP and GELU block shapes."""
+"""A matmul with a constant b runs as the packed GEMM ukernel (`lowering/packed_gemm.py`): 86-99
+against 65-86 GFLOP/s for NumPy's BLAS at 1 thread on the MLP and GELU block shapes
+(benchmarks/packed_gemm.py)."""
 CONV_SHARE_OF_BLAS = 0.85
 """Our conv2d loops reach about this share: 71 GFLOP/s on the MNIST CNN's 8->16 5x5 conv at
 batch 64 (benchmarks/conv_pool.py), where blas pays an im2col copy on top of its GEMM."""

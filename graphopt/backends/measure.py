@@ -31,12 +31,7 @@ from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
-from xdsl.dialects.builtin import (
-    DenseIntOrFPElementsAttr,
-    ModuleOp,
-    StringAttr,
-    TensorType,
-)
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region
 from xdsl.printer import Printer
