@@ -608,13 +608,13 @@ class Kernel:
             and any(use.operation not in packed or use.index != 1 for use in op.result.uses)
         ]
         weights = list(dict.fromkeys(op.b for op in packed))
-        panels = {b: packed_gemm.pack_panels(dense_to_numpy(group.constant_value(b))) for b in weights}
+        panel_arrays = {b: packed_gemm.pack_panels(dense_to_numpy(group.constant_value(b))) for b in weights}
         arg_types = [MemRefType(_element(v), _shape(v)) for v in group.inputs + constants]
-        arg_types += [MemRefType(_element(b), panels[b].shape) for b in weights]
+        arg_types += [MemRefType(_element(b), panel_arrays[b].shape) for b in weights]
         arg_types += [MemRefType(_element(v), _shape(v)) for v in group.outputs]
         self.block = Block(arg_types=arg_types)
         self.builder = Builder(InsertPoint.at_end(self.block))
-        self.constant_args = [c.owner.value for c in constants] + [dense_from_numpy(panels[b]) for b in weights]
+        self.constant_args = [c.owner.value for c in constants] + [dense_from_numpy(panel_arrays[b]) for b in weights]
         """The values of the constant arguments, which follow the inputs."""
         args = list(self.block.args)
         self.buffers: dict[SSAValue, SSAValue] = dict(zip(group.inputs + constants, args))

@@ -41,6 +41,10 @@ def kernels(module) -> list[func.FuncOp]:
     return list(lowered.ops)
 
 
+def matmul_of(module) -> graph.MatmulOp:
+    return next(op for op in module.walk() if isinstance(op, graph.MatmulOp))
+
+
 def ukernel_calls(module) -> list[str]:
     return [op.callee.string_value() for kernel in kernels(module) for op in kernel.walk() if isinstance(op, func.CallOp)]
 
@@ -119,16 +123,15 @@ def test_ukernel_output_counts_as_written():
 
 
 def test_measurement_keeps_constants_and_keys_ignore_their_values():
-    group_of = lambda module: next(op for op in module.walk() if isinstance(op, graph.MatmulOp))  # noqa: E731
     first, second = (dense_layer((4, 8), sample((8, 16), seed=s, specials=False)) for s in (1, 2))
-    alone = standalone(group_of(first))
+    alone = standalone(matmul_of(first))
     assert isinstance(alone.body.block.first_op, graph.ConstantOp) and len(alone.body.block.args) == 1
-    assert canonical_text(group_of(first)) == canonical_text(group_of(second))
+    assert canonical_text(matmul_of(first)) == canonical_text(matmul_of(second))
 
 
 def test_cpu_estimate_prefers_packed_gemm_over_blas():
     module = dense_layer((128, 768), np.zeros((768, 3072), np.float32))
-    matmul = next(op for op in module.walk() if isinstance(op, graph.MatmulOp))
+    matmul = matmul_of(module)
     assert get_backend("cpu").estimate(matmul) < get_backend("blas").estimate(matmul)
 
 
