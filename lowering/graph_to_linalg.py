@@ -31,9 +31,11 @@ pooling (n, c, oh, ow) with the window unrolled in the body; elementwise loops a
 over NCHW rows shorter than SHORT_LOOP run (h, w) as one loop); accumulations that stay
 innermost (row reductions) are marked `reassoc` so LLVM vectorizes them, and a conv's
 multiply-adds `contract` so they become FMAs. Row reductions (softmax, log_softmax,
-layer_norm) keep row statistics in row-sized buffers. On the CPU, a matmul whose b is an f32
-constant calls the packed GEMM ukernel (`packed_gemm.py`) on b's panels, packed here and passed
-as a constant argument after the others. What cannot be lowered raises
+layer_norm) keep row statistics in row-sized buffers. On the CPU, two ops call ukernels
+(`ukernels.py`) instead: a matmul whose b is an f32 constant calls the packed GEMM ukernel
+(`packed_gemm.py`) on b's panels, packed here and passed as a constant argument after the
+others; an f32 conv2d of one group with a deep window calls the direct convolution ukernel
+(`direct_conv.py`) on the stride-phase copy of x. What cannot be lowered raises
 `Unsupported`; `supports(op)` returns its reason.
 """
 
@@ -82,7 +84,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_from_numpy, dense_to_numpy, is_bool, is_float
-from graphopt.lowering import packed_gemm
+from graphopt.lowering import direct_conv, packed_gemm, ukernels
 
 Index = tuple[AffineExpr, ...]
 KERNEL_ATTR = "graph.kernel"
@@ -883,7 +885,7 @@ def _lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
     """
     if op.b in kernel.panels:
         operands = [kernel.materialize(op.a), kernel.panels[op.b], out]
-        kernel.builder.insert(packed_gemm.call(operands))
+        kernel.builder.insert(ukernels.call(packed_gemm.name([v.type for v in operands]), operands))
         return
     out_shape = _shape(op.result)
     rank = len(out_shape)
@@ -969,7 +971,10 @@ registers and each load of x feeds 4 FMAs. 3x3, 5x5 and 7x7 convs ran 1.2-2x fas
 def _lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> None:
     """out[n, o, oh, ow] = sum over c, kh, kw of x[n, group(o) * C/groups + c, row, column] * w[o, c, kh, kw].
 
-    Every tap reads x at stride 1, so the innermost loop runs over all output rows at once,
+    On the CPU, an f32 conv of one group whose window is deep enough (`direct_conv.applies`)
+    calls the direct convolution ukernel on the phases below (with `direct_conv.SLACK` floats
+    more), which keeps its output tiles in registers. Otherwise, as loops:
+    every tap reads x at stride 1, so the innermost loop runs over all output rows at once,
     contiguous in x and in a flat accumulator:
 
     - `phases` holds x, zero-padded, split by the strides (sh, sw) into phases (a, b), each a
@@ -981,6 +986,12 @@ def _lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> None:
       output channels, so LLVM keeps their weights in registers and vectorizes p;
     - out[n, o, oh, ow] = acc[n, o, oh * R + ow].
     """
+    if kernel.cpu_schedules and direct_conv.applies(op.x.type, op.w.type, op.result.type, op.get("groups")):
+        phases, row = _conv_phases(kernel, op, direct_conv.SLACK)
+        operands = [phases, kernel.materialize(op.w), out]
+        name = direct_conv.name([v.type for v in operands], row, op.get("dilations"))
+        kernel.builder.insert(ukernels.call(name, operands))
+        return
     batch, channels, out_h, out_w = _shape(op.result)
     _, group_channels, kernel_h, kernel_w = _shape(op.w)
     (sh, sw), (dh, dw) = op.get("strides"), op.get("dilations")
@@ -1013,11 +1024,12 @@ def _lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> None:
     body.finish([body.read(acc, (n, *position, oh * row + ow))])
 
 
-def _conv_phases(kernel: Kernel, op: graph.Conv2dOp) -> tuple[SSAValue, int]:
+def _conv_phases(kernel: Kernel, op: graph.Conv2dOp, slack: int = 0) -> tuple[SSAValue, int]:
     """conv2d's x, zero-padded, in a buffer [N, C, sh, sw, L] of its stride phases, and the row length R.
 
     phases[n, c, a, b, i * R + j] = padded x[n, c, i * sh + a, j * sw + b] (0 outside x): a
-    zero fill, then x copied in. L covers x and the reads of all OH * R output positions.
+    zero fill, then x copied in. L covers x, the reads of all OH * R output positions and
+    `slack` more floats.
     """
     x, (top, left, _, right) = _conv_input(kernel, op)
     _, in_channels, height, width = _shape(x)
@@ -1026,7 +1038,7 @@ def _conv_phases(kernel: Kernel, op: graph.Conv2dOp) -> tuple[SSAValue, int]:
     (sh, sw), (dh, dw) = op.get("strides"), op.get("dilations")
     row = -(-(width + left + right) // sw)
     reach = (kernel_h - 1) * dh // sh * row + (kernel_w - 1) * dw // sw
-    length = max(out_h * row + reach, -(-(height + top) // sh) * row)
+    length = max(out_h * row + reach, -(-(height + top) // sh) * row) + slack
     shape = (_shape(x)[0], in_channels, sh, sw, length)
     position = lambda h, w: _phase_index((h, w), (top, left), (sh, sw), row)
     return _copied_into(kernel, x, shape, 0, position), row
@@ -1277,4 +1289,4 @@ class ConvertGraphToLinalgPass(ModulePass):
                 kernels.append(lower_group(node, name))
             except Unsupported as e:
                 raise PassFailedException(f"convert-graph-to-linalg: {name}: {e}") from None
-        replace_module_contents(op, kernels + packed_gemm.declarations(kernels))
+        replace_module_contents(op, kernels + ukernels.declarations(kernels))

@@ -7,7 +7,7 @@
 A kernel checks its arguments (dtype, shape, C-contiguity, alignment, written buffers that
 overlap others) and raises `KernelArgumentError`. Compiled modules are cached for the process
 by their printed IR, so an identical kernel compiles once. Declarations marked `graph.ukernel`
-get their bodies from the ukernel's generator (`packed_gemm.ukernel_ir`), linked in before O3.
+get their bodies from the ukernel's generator (`ukernels.ukernel_ir`), linked in before O3.
 
 A `CallSequence` is one native function that calls several compiled kernels in a
 row, reading their array addresses from a table, so a runtime crosses from Python into native
@@ -26,7 +26,7 @@ from types import MappingProxyType
 
 import llvmlite.binding as llvm_binding
 import numpy as np
-from graphopt.lowering.packed_gemm import UKERNEL_ATTR, ukernel_ir
+from graphopt.lowering.ukernels import UKERNEL_ATTR, ukernel_ir
 from graphopt.lowering.to_llvm import lower_to_llvm
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects import func, llvm

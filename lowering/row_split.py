@@ -15,8 +15,8 @@ shrink to the slice.
     func.func @k_rows3(%x: memref<3x4xf32>, %w: memref<4xf32>, %out: memref<3x4xf32>)
 
 Row-local softmax/layer_norm (per-row statistics in a row-sized temporary), matmul looping
-(m, k, n) or blocked (mb, nb, kb, mi, ki, ni), packed GEMM ukernel calls (rows of their a and
-out, all of b's panels; a chunk calls the ukernel for its rows) and elementwise kernels split;
+(m, k, n) or blocked (mb, nb, kb, mi, ki, ni), ukernel calls (`ukernels.py`: rows of their first
+and last arguments, all of the middle one; a chunk calls the ukernel for its rows) and elementwise kernels split;
 reductions over d0, gathers and reads at computed indices (`memref.load`, `linalg.index` of
 d0) do not.
 """
@@ -32,7 +32,7 @@ from xdsl.dialects.linalg.ops import GenericOp, IndexOp
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr
 
-from graphopt.lowering import packed_gemm
+from graphopt.lowering import ukernels
 
 
 CHUNK_ALIGNMENT = 16
@@ -67,11 +67,11 @@ def row_split(kernel: func.FuncOp) -> RowSplit | None:
     sliced: set[SSAValue] = set()
     whole: set[SSAValue] = set()
     extents: set[int] = set()
-    for call in calls:  # the packed GEMM ukernel: out's rows from a's rows, all of b
-        a, panels, out = call.arguments
-        extents.add(out.type.get_shape()[0])
-        sliced.update((a, out))
-        whole.add(panels)
+    for call in calls:  # a ukernel (`ukernels.py`): rows out from rows in, the middle argument whole
+        rows_in, data, rows_out = call.arguments
+        extents.add(rows_out.type.get_shape()[0])
+        sliced.update((rows_in, rows_out))
+        whole.add(data)
     for generic in generics:
         if generic.iterator_types.data[0].data.value != "parallel" or not _reads_rows_only(generic):
             return None
@@ -131,7 +131,7 @@ def row_chunk_kernel(kernel: func.FuncOp, split: RowSplit, rows: int, name: str)
             new_op = memref.AllocOp.get(chunk_type.element_type, shape=chunk_type.get_shape())
             mapping[op.memref] = new_op.memref
         elif isinstance(op, func.CallOp):
-            new_op = packed_gemm.call([mapping.get(v, v) for v in op.arguments])
+            new_op = ukernels.chunk_call(op, [mapping.get(v, v) for v in op.arguments])
         else:
             new_op = op.clone(value_mapper=mapping)
         block.add_op(new_op)

@@ -24,8 +24,8 @@ from graphopt.dialects.attributes import dense_to_numpy
 from graphopt.lowering.fuse_row_loops import ROW_LOCAL_ATTR, is_row_local
 from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, Group, Unsupported, lower_group, packed_matmuls
 from graphopt.lowering.jit import ArgumentSpec, KernelArgumentError, aligned_array, compile_module
-from graphopt.lowering.packed_gemm import declarations
 from graphopt.lowering.row_split import RowSplit, row_chunk_kernel, row_split
+from graphopt.lowering.ukernels import declarations
 
 ALIGNMENT = 16
 """Kernel arguments are assumed 16-byte aligned: what NumPy's allocator gives every array."""

@@ -1,0 +1,104 @@
+"""Writing LLVM IR as text, for the ukernels the JIT generates (`ukernels.py`).
+
+    text = LLVMText()
+    text.emit("define void @f(ptr %x) {")
+    text.emit("entry:")
+    text.loop(4, lambda i: text.emit(f"  store float 0.0, ptr {text.value(f'getelementptr float, ptr %x, i64 {i}')}"))
+    text.emit("  ret void")
+    text.emit("}")
+    ir = text.ir()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+VECTOR = 16
+"""f32 lanes of one AVX-512 register, the vector width the ukernels are written for."""
+VECTOR_TYPE = f"<{VECTOR} x float>"
+
+INTRINSICS = (
+    f"declare {VECTOR_TYPE} @llvm.fma.v16f32({VECTOR_TYPE}, {VECTOR_TYPE}, {VECTOR_TYPE})",
+    f"declare {VECTOR_TYPE} @llvm.masked.load.v16f32.p0(ptr, i32, <16 x i1>, {VECTOR_TYPE})",
+    f"declare void @llvm.masked.store.v16f32.p0({VECTOR_TYPE}, ptr, i32, <16 x i1>)",
+)
+"""Declarations of the intrinsics the ukernels call."""
+
+
+class LLVMText:
+    """Lines of LLVM IR, numbered values and counted loops."""
+
+    def __init__(self):
+        self.lines: list[str] = list(INTRINSICS)
+        self.block = "entry"
+        """The label of the block being written (a loop's phi names its predecessor)."""
+        self.count = 0
+
+    def emit(self, line: str) -> None:
+        self.lines.append(line)
+
+    def value(self, instruction: str) -> str:
+        """`%vN = instruction` with a fresh N; returns `%vN`."""
+        self.count += 1
+        name = f"%v{self.count}"
+        self.emit(f"  {name} = {instruction}")
+        return name
+
+    def pointer(self, base: str, offset: int | str) -> str:
+        """A pointer `offset` floats past `base` (0: `base` itself)."""
+        return base if offset == 0 else self.value(f"getelementptr float, ptr {base}, i64 {offset}")
+
+    def loop(self, count: int, body: Callable[[str], None]) -> None:
+        """`for i in range(count): body(i)`, as blocks after the current one."""
+        if count == 0:
+            return
+        self.count += 1
+        label, index = f"loop{self.count}", f"%i{self.count}"
+        self.emit(f"  br label %{label}")
+        self.emit(f"{label}:")
+        self.emit(f"  {index} = phi i64 [0, %{self.block}], [{index}.next, %{label}.latch]")
+        self.block = label
+        body(index)
+        self.emit(f"  br label %{label}.latch")
+        self.emit(f"{label}.latch:")
+        self.emit(f"  {index}.next = add i64 {index}, 1")
+        self.emit(f"  {index}.done = icmp eq i64 {index}.next, {count}")
+        self.emit(f"  br i1 {index}.done, label %{label}.exit, label %{label}")
+        self.emit(f"{label}.exit:")
+        self.block = f"{label}.exit"
+
+    def ir(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def broadcast(name: str, scalar: str) -> list[str]:
+    """Lines setting `name` to a vector of `scalar` in every lane (`name.one` is a temporary)."""
+    return [
+        f"  {name}.one = insertelement {VECTOR_TYPE} poison, float {scalar}, i64 0",
+        f"  {name} = shufflevector {VECTOR_TYPE} {name}.one, {VECTOR_TYPE} poison, <16 x i32> zeroinitializer",
+    ]
+
+
+def fma(result: str, a: str, b: str, accumulator: str) -> str:
+    return f"  {result} = call {VECTOR_TYPE} @llvm.fma.v16f32({VECTOR_TYPE} {a}, {VECTOR_TYPE} {b}, {VECTOR_TYPE} {accumulator})"
+
+
+def store(vector: str, pointer: str, lanes: int = VECTOR) -> str:
+    """Store `vector`'s first `lanes` lanes at `pointer` (under a mask when not all)."""
+    if lanes == VECTOR:
+        return f"  store {VECTOR_TYPE} {vector}, ptr {pointer}, align 4"
+    return f"  call void @llvm.masked.store.v16f32.p0({VECTOR_TYPE} {vector}, ptr {pointer}, i32 4, <16 x i1> {mask(lanes)})"
+
+
+def load(result: str, pointer: str, lanes: int = VECTOR) -> str:
+    """Load `lanes` floats at `pointer` into `result` (under a mask, the other lanes 0, when not all)."""
+    if lanes == VECTOR:
+        return f"  {result} = load {VECTOR_TYPE}, ptr {pointer}, align 4"
+    return (
+        f"  {result} = call {VECTOR_TYPE} @llvm.masked.load.v16f32.p0(ptr {pointer}, i32 4, <16 x i1> {mask(lanes)}, "
+        f"{VECTOR_TYPE} zeroinitializer)"
+    )
+
+
+def mask(lanes: int) -> str:
+    return "<" + ", ".join(f"i1 {int(lane < lanes)}" for lane in range(VECTOR)) + ">"

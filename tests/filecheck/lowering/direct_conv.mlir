@@ -1,0 +1,50 @@
+// An f32 conv2d of one group whose window is deep enough (C * KH * KW >= 64) copies x, zero-padded,
+// into its stride phases and calls the direct convolution ukernel on them; the module declares
+// the ukernel. Shallow, grouped and f64 convs stay linalg loops.
+
+// RUN: graph-opt %s --split-input-file --fuse --lower-to-linalg | filecheck %s
+
+// Depth 8 * 3 * 3 = 72, strides (2, 1), dilations (1, 2), padding 1. Padded x is 9 x 8: rows of
+// R = ceil(8 / 1) = 8 floats in 2 x 1 phases, and a 4 x 4 output ((9 - 3) / 2 + 1 rows,
+// 8 - ((3 - 1) * 2 + 1) + 1 columns). The window reaches (3 - 1) * 1 // 2 = 1 row of R and
+// (3 - 1) * 2 // 1 = 4 columns past an output's first tap: 12 floats. A phase holds
+// max(OH * R + reach, ceil((7 + 1) / 2) * R) + SLACK = max(32 + 12, 32) + 16 = 60 floats (SLACK:
+// a row's last vector of 16 reads up to 15 floats past its last output column).
+// CHECK-LABEL: func.func @fused_conv2d_add_0(%0: memref<1x8x7x6xf32>, %1: memref<4x8x3x3xf32>, %2: memref<4x1x1xf32>, %3: memref<1x4x4x4xf32>)
+// CHECK-NEXT:    %[[PHASES:.*]] = memref.alloc() : memref<1x8x2x1x60xf32>
+// CHECK:         func.call @graphopt_sconv_direct_r8_d1x2_1x8x2x1x60_4x8x3x3_1x4x4x4(%[[PHASES]], %1, %3) : (memref<1x8x2x1x60xf32>, memref<4x8x3x3xf32>, memref<1x4x4x4xf32>) -> ()
+// CHECK:         linalg.generic
+// CHECK:           arith.addf
+// CHECK:         func.return
+// CHECK:       func.func private @graphopt_sconv_direct_r8_d1x2_1x8x2x1x60_4x8x3x3_1x4x4x4(memref<1x8x2x1x60xf32>, memref<4x8x3x3xf32>, memref<1x4x4x4xf32>) -> () attributes {graph.ukernel}
+func.func @main(%x: tensor<1x8x7x6xf32>, %w: tensor<4x8x3x3xf32>, %b: tensor<4x1x1xf32>) -> tensor<1x4x4x4xf32> {
+  %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 1>, dilations = array<i64: 1, 2>} : (tensor<1x8x7x6xf32>, tensor<4x8x3x3xf32>) -> tensor<1x4x4x4xf32>
+  %1 = graph.add %0, %b : (tensor<1x4x4x4xf32>, tensor<4x1x1xf32>) -> tensor<1x4x4x4xf32>
+  func.return %1 : tensor<1x4x4x4xf32>
+}
+
+// -----
+
+// Loops: depth 7 * 3 * 3 = 63, two groups (depth 144 each), f64.
+// CHECK-LABEL: func.func @conv2d_0
+// CHECK-NOT:     func.call
+// CHECK:         arith.mulf
+// CHECK-NOT:     func.call
+// CHECK:         func.return
+// CHECK-LABEL: func.func @conv2d_1
+// CHECK-NOT:     func.call
+// CHECK:         arith.mulf
+// CHECK-NOT:     func.call
+// CHECK:         func.return
+// CHECK-LABEL: func.func @conv2d_2
+// CHECK-NOT:     func.call
+// CHECK:         arith.mulf
+// CHECK-NOT:     func.call
+// CHECK:         func.return
+// CHECK-NOT:   graph.ukernel
+func.func @main(%x: tensor<1x7x6x6xf32>, %w: tensor<4x7x3x3xf32>, %y: tensor<1x32x6x6xf32>, %v: tensor<4x16x3x3xf32>, %z: tensor<1x16x6x6xf64>, %u: tensor<4x16x3x3xf64>) -> (tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>, tensor<1x4x4x4xf64>) {
+  %0 = graph.conv2d %x, %w : (tensor<1x7x6x6xf32>, tensor<4x7x3x3xf32>) -> tensor<1x4x4x4xf32>
+  %1 = graph.conv2d %y, %v {groups = 2 : i64} : (tensor<1x32x6x6xf32>, tensor<4x16x3x3xf32>) -> tensor<1x4x4x4xf32>
+  %2 = graph.conv2d %z, %u : (tensor<1x16x6x6xf64>, tensor<4x16x3x3xf64>) -> tensor<1x4x4x4xf64>
+  func.return %0, %1, %2 : tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>, tensor<1x4x4x4xf64>
+}
