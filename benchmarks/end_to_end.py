@@ -7,7 +7,8 @@ Needs onnx and onnxruntime (`pip install -e ".[onnx]"`); PyTorch and matplotlib 
 --png) are used when installed. For each thread count a child process (OPENBLAS_NUM_THREADS,
 GRAPHOPT_THREADS, torch.set_num_threads and ONNX Runtime's intra_op_num_threads set to it;
 OMP_WAIT_POLICY=PASSIVE, or PyTorch's idle OpenMP workers spin on the cores the next system
-needs) prints one table: the median latency of each workload on each system and its ratio to the
+needs; OPENBLAS_THREAD_TIMEOUT=4, the same for OpenBLAS's workers, as `import graphopt` sets
+by default; ONNX Runtime's session.intra_op.allow_spinning=0, the same for its pool) prints one table: the median latency of each workload on each system and its ratio to the
 fastest system of that row. Systems:
 
 - NumPy: a hand-written function per workload, op by op (a fresh array per op).
@@ -236,6 +237,7 @@ def onnxruntime_runner(model: onnx.ModelProto, inputs: list[np.ndarray], threads
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # like OMP_WAIT_POLICY=PASSIVE
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
     session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     binding = session.io_binding()
@@ -460,7 +462,7 @@ def main() -> None:
         for threads in args.threads.split(","):
             result_path = Path(scratch) / f"{threads}.json"
             env = dict(os.environ, GRAPHOPT_BENCHMARK_RESULT=str(result_path), GRAPHOPT_THREADS=threads,
-                       OPENBLAS_NUM_THREADS=threads, OMP_WAIT_POLICY="PASSIVE")
+                       OPENBLAS_NUM_THREADS=threads, OPENBLAS_THREAD_TIMEOUT="4", OMP_WAIT_POLICY="PASSIVE")
             print(f"== {threads} thread(s) ==", flush=True)
             subprocess.run([sys.executable, __file__, "--repeat", str(args.repeat), "--cost-cache", cost_cache],
                            env=env, check=True)

@@ -1,5 +1,9 @@
 """Row-parallel kernels: which kernels split by rows, and that split runs equal the interpreter."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from xdsl.parser import Parser
@@ -141,3 +145,15 @@ func.func @k(%x: memref<2x4xf32>, %o: memref<{out_rows}xf32>) {{
     assert (row_split(kernel) is not None) == split
     if split:
         assert row_split(kernel).row_bytes == (16, 16)
+
+
+@pytest.mark.parametrize("preset, expected", [(None, "4"), ("28", "28")])
+def test_import_tells_openblas_workers_not_to_spin(preset, expected):
+    """OpenBLAS reads OPENBLAS_THREAD_TIMEOUT when it loads; `import graphopt` first sets a
+    short one unless the user chose one."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    if preset is not None:
+        env["OPENBLAS_THREAD_TIMEOUT"] = preset
+    code = "import os, graphopt; print(os.environ['OPENBLAS_THREAD_TIMEOUT'])"
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == expected
