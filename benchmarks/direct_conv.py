@@ -1,0 +1,75 @@
+"""The direct convolution ukernel (lowering/direct_conv.py) against the conv2d loop nest, one thread.
+
+    python benchmarks/direct_conv.py [--seconds 1.0]
+
+For each shape, conv2d(x, w) with w a constant, compiled twice by graphopt.compile(backends=
+("cpu",)): as the lowering chooses (the ukernel, for every shape here), and with the ukernel
+turned off (direct_conv.MIN_DEPTH raised past every window), so the same stride-phase copy of
+x feeds the loop nest. Both times include the Executable's dispatch (a few us a call). The two
+run in alternating blocks of calls (benchmarks/timing.py); prints medians, GFLOP/s and
+loops / ukernel. The two results are checked against each other.
+"""
+
+import argparse
+from unittest import mock
+
+import numpy as np
+
+import graphopt
+from graphopt.builder import GraphBuilder
+from graphopt.lowering import direct_conv
+from graphopt.lowering.jit import aligned_array, aligned_empty
+
+from timing import interleaved_medians
+
+SHAPES = [
+    # (batch, in channels, height = width, out channels, window, stride, padding)
+    (64, 8, 14, 16, 5, 1, 2),  # the MNIST CNN's second conv at batch 64
+    (1, 64, 56, 64, 3, 1, 1),  # a ResNet stage-1 3x3
+    (1, 64, 56, 64, 1, 1, 0),  # a 1x1
+    (1, 128, 28, 128, 3, 2, 1),  # a strided 3x3
+    (1, 3, 224, 64, 7, 2, 3),  # a ResNet stem
+    (8, 16, 32, 32, 3, 1, 1),
+]
+
+
+def compare(batch, channels, size, out_channels, window, stride, padding, seconds: float) -> str:
+    rng = np.random.default_rng(0)
+    x = aligned_array(rng.standard_normal((batch, channels, size, size)).astype(np.float32))
+    w = rng.standard_normal((out_channels, channels, window, window)).astype(np.float32)
+    g = GraphBuilder()
+    conv = g.conv2d(g.input("x", x.shape), g.constant(w), padding=[padding] * 4, strides=[stride, stride])
+    module = g.finish(conv)
+    ukernel = graphopt.compile(module, backends=("cpu",), threads=1)
+    with mock.patch.object(direct_conv, "MIN_DEPTH", 1 << 62):
+        loops = graphopt.compile(module, backends=("cpu",), threads=1)
+    shape = module.body.block.first_op.function_type.outputs.data[0].get_shape()
+    outputs = {side: aligned_empty(shape, np.float32) for side in ("ukernel", "loops")}
+    calls = {
+        "ukernel": lambda: ukernel(x, out=[outputs["ukernel"]]),
+        "loops": lambda: loops(x, out=[outputs["loops"]]),
+    }
+    for call in calls.values():
+        call()
+    np.testing.assert_allclose(outputs["ukernel"], outputs["loops"], rtol=1e-3, atol=1e-3)
+    medians = interleaved_medians(calls, seconds)
+    flops = 2 * int(np.prod(shape)) * channels * window * window
+    ours, nest = medians["ukernel"], medians["loops"]
+    name = f"{batch}x{channels}x{size}x{size} {out_channels} {window}x{window}/{stride}"
+    return (
+        f"{name:28s}  {ours * 1e3:8.3f} ms {flops / ours / 1e9:6.1f} GFLOP/s"
+        f"  {nest * 1e3:8.3f} ms {flops / nest / 1e9:6.1f} GFLOP/s  {nest / ours:6.2f}x"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=1.0, help="timing per shape")
+    args = parser.parse_args()
+    print(f"{'x, out channels, window/stride':28s}  {'ukernel':>24s}  {'loop nest':>24s}  loops / ukernel")
+    for shape in SHAPES:
+        print(compare(*shape, args.seconds))
+
+
+if __name__ == "__main__":
+    main()
