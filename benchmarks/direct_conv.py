@@ -20,7 +20,7 @@ from graphopt.builder import GraphBuilder
 from graphopt.lowering import direct_conv
 from graphopt.lowering.jit import aligned_array, aligned_empty
 
-from timing import interleaved_medians
+from timing import checked_rates
 
 SHAPES = [
     # (batch, in channels, height = width, out channels, window, stride, padding)
@@ -49,17 +49,9 @@ def compare(batch, channels, size, out_channels, window, stride, padding, second
         "ukernel": lambda: ukernel(x, out=[outputs["ukernel"]]),
         "loops": lambda: loops(x, out=[outputs["loops"]]),
     }
-    for call in calls.values():
-        call()
-    np.testing.assert_allclose(outputs["ukernel"], outputs["loops"], rtol=1e-3, atol=1e-3)
-    medians = interleaved_medians(calls, seconds)
     flops = 2 * int(np.prod(shape)) * channels * window * window
-    ours, nest = medians["ukernel"], medians["loops"]
     name = f"{batch}x{channels}x{size}x{size} {out_channels} {window}x{window}/{stride}"
-    return (
-        f"{name:28s}  {ours * 1e3:8.3f} ms {flops / ours / 1e9:6.1f} GFLOP/s"
-        f"  {nest * 1e3:8.3f} ms {flops / nest / 1e9:6.1f} GFLOP/s  {nest / ours:6.2f}x"
-    )
+    return f"{name:28s}  " + checked_rates(calls, outputs, flops, seconds)
 
 
 def main() -> None:

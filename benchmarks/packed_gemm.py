@@ -22,7 +22,7 @@ import graphopt
 from graphopt.builder import GraphBuilder
 from graphopt.lowering.jit import aligned_array, aligned_empty
 
-from timing import interleaved_medians
+from timing import checked_rates
 
 SHAPES = [
     (128, 768, 3072),  # the GELU MLP block's first GEMM
@@ -45,16 +45,7 @@ def compare(m: int, k: int, n: int, seconds: float) -> str:
         "ukernel": lambda: executable(x, out=[outputs["ukernel"]]),
         "numpy": lambda: np.matmul(x, w, out=outputs["numpy"]),
     }
-    for call in calls.values():
-        call()
-    np.testing.assert_allclose(outputs["ukernel"], outputs["numpy"], rtol=1e-3, atol=1e-3)
-    medians = interleaved_medians(calls, seconds)
-    flops = 2 * m * k * n
-    ours, numpy = medians["ukernel"], medians["numpy"]
-    return (
-        f"{m:5d} x {k:5d} x {n:5d}  {ours * 1e3:8.3f} ms {flops / ours / 1e9:6.1f} GFLOP/s"
-        f"  {numpy * 1e3:8.3f} ms {flops / numpy / 1e9:6.1f} GFLOP/s  {numpy / ours:6.2f}x"
-    )
+    return f"{m:5d} x {k:5d} x {n:5d}  " + checked_rates(calls, outputs, 2 * m * k * n, seconds)
 
 
 def main() -> None:

@@ -4,6 +4,8 @@ import statistics
 import time
 from collections.abc import Callable
 
+import numpy as np
+
 BLOCK = 4
 """Timed calls of one side in a row (`interleaved_medians`)."""
 
@@ -33,3 +35,17 @@ def interleaved_medians(calls: dict[str, Callable[[], object]], seconds: float) 
                 call()
                 times[side].append(time.perf_counter() - begin)
     return {side: statistics.median(samples) for side, samples in times.items()}
+
+
+def checked_rates(calls: dict[str, Callable[[], object]], results: dict[str, np.ndarray], flops: int,
+                  seconds: float) -> str:
+    """Two calls writing `results` (by the same names), checked against each other (rtol and
+    atol 1e-3), then timed by `interleaved_medians`: each one's median and GFLOP/s, then the
+    second's time over the first's."""
+    for call in calls.values():
+        call()
+    first, second = results.values()
+    np.testing.assert_allclose(first, second, rtol=1e-3, atol=1e-3)
+    medians = list(interleaved_medians(calls, seconds).values())
+    columns = "  ".join(f"{t * 1e3:8.3f} ms {flops / t / 1e9:6.1f} GFLOP/s" for t in medians)
+    return f"{columns}  {medians[1] / medians[0]:6.2f}x"

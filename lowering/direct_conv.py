@@ -106,8 +106,7 @@ class _Ukernel(LLVMText):
         slots = [(r, v) for r in range(rows) for v in range(vectors)]
         window = self.kernel_h * self.kernel_w
         e = self.emit
-        e(f"define internal void {self._tile_name(ocs, rows, vectors, lanes)}(ptr %x, ptr %w, ptr %out) {{")
-        e("entry:")
+        self.define(f"define internal void {self._tile_name(ocs, rows, vectors, lanes)}(ptr %x, ptr %w, ptr %out) {{")
         e("  br label %loop")
         e("loop:")
         e("  %c = phi i64 [0, %entry], [%c.next, %loop]")
@@ -148,15 +147,12 @@ class _Ukernel(LLVMText):
             pointer = f"%out.{o}.{s}"
             e(f"  {pointer} = getelementptr float, ptr %out, i64 {o * self.out_h * self.out_w + r * self.out_w + v * VECTOR}")
             e(store(total, pointer, lanes if v == vectors - 1 else VECTOR))
-        e("  ret void")
-        e("}")
+        self.end()
 
     # --- the ukernel: loops over images, channel tiles, row tiles and column groups ---
 
     def _main(self) -> None:
-        self.emit(f"define void @{self.name}(ptr noalias %x, ptr noalias %w, ptr noalias %out) {{")
-        self.emit("entry:")
-        self.block = "entry"
+        self.define(f"define void @{self.name}(ptr noalias %x, ptr noalias %w, ptr noalias %out) {{")
         window = self.kernel_h * self.kernel_w
 
         def image(n: str) -> None:
@@ -187,8 +183,7 @@ class _Ukernel(LLVMText):
             self._tiled(self.out_channels, OUT_CHANNELS, channel_tile)
 
         self.loop(self.batch, image)
-        self.emit("  ret void")
-        self.emit("}")
+        self.end()
 
     def _tiled(self, total: int, step: int, body: Callable[[str, int], None]) -> None:
         """body(start, size) for tiles of `step` covering range(total): a loop, then the rest."""

@@ -971,15 +971,14 @@ registers and each load of x feeds 4 FMAs. 3x3, 5x5 and 7x7 convs ran 1.2-2x fas
 def _lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> None:
     """out[n, o, oh, ow] = sum over c, kh, kw of x[n, group(o) * C/groups + c, row, column] * w[o, c, kh, kw].
 
-    On the CPU, an f32 conv of one group whose window is deep enough (`direct_conv.applies`)
-    calls the direct convolution ukernel on the phases below (with `direct_conv.SLACK` floats
-    more), which keeps its output tiles in registers. Otherwise, as loops:
-    every tap reads x at stride 1, so the innermost loop runs over all output rows at once,
+    `phases` holds x, zero-padded, split by the strides (sh, sw) into phases (a, b), each a
+    flat array of rows of R = ceil(padded width / sw) (`_conv_phases`; stride 1: one phase, the
+    padded x with its rows flattened), so every tap reads x at stride 1. On the CPU, an f32
+    conv of one group whose window is deep enough (`direct_conv.applies`) calls the direct
+    convolution ukernel on the phases (with `direct_conv.SLACK` floats more), which keeps its
+    output tiles in registers. Otherwise the innermost loop runs over all output rows at once,
     contiguous in x and in a flat accumulator:
 
-    - `phases` holds x, zero-padded, split by the strides (sh, sw) into phases (a, b), each a
-      flat array of rows of R = ceil(padded width / sw) (`_conv_phases`; stride 1: one phase, the
-      padded x with its rows flattened);
     - acc[n, o, oh * R + ow] += phases[n, c, (kh dh) mod sh, (kw dw) mod sw, oh * R + ow + shift(kh, kw)]
       * w[o, c, kh, kw], looping (n, o / B, c, kh, p) over the OH * R positions p (those with
       ow >= OW are discarded). The body unrolls the window row (kw) and B = CONV_CHANNEL_BLOCK

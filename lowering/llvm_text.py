@@ -1,11 +1,9 @@
 """Writing LLVM IR as text, for the ukernels the JIT generates (`ukernels.py`).
 
     text = LLVMText()
-    text.emit("define void @f(ptr %x) {")
-    text.emit("entry:")
+    text.define("define void @f(ptr %x) {")
     text.loop(4, lambda i: text.emit(f"  store float 0.0, ptr {text.value(f'getelementptr float, ptr %x, i64 {i}')}"))
-    text.emit("  ret void")
-    text.emit("}")
+    text.end()
     ir = text.ir()
 """
 
@@ -36,6 +34,17 @@ class LLVMText:
 
     def emit(self, line: str) -> None:
         self.lines.append(line)
+
+    def define(self, header: str) -> None:
+        """Start a function: its `define ... {` line and its entry block."""
+        self.emit(header)
+        self.emit("entry:")
+        self.block = "entry"
+
+    def end(self) -> None:
+        """End a function that returns void."""
+        self.emit("  ret void")
+        self.emit("}")
 
     def value(self, instruction: str) -> str:
         """`%vN = instruction` with a fresh N; returns `%vN`."""

@@ -120,8 +120,7 @@ class _Ukernel(LLVMText):
             return columns - v * VECTOR if v == vectors - 1 else VECTOR
 
         e = self.emit
-        e(f"define internal void {self._tile_name(rows, columns)}(ptr %a, ptr %b, ptr %c, i64 %kc, i1 %first) alwaysinline {{")
-        e("entry:")
+        self.define(f"define internal void {self._tile_name(rows, columns)}(ptr %a, ptr %b, ptr %c, i64 %kc, i1 %first) alwaysinline {{")
         for r in range(rows):
             for v in range(vectors):
                 e(f"  %c.{r}.{v} = getelementptr float, ptr %c, i64 {r * self.n + v * VECTOR}")
@@ -152,15 +151,12 @@ class _Ukernel(LLVMText):
         for r in range(rows):
             for v in range(vectors):
                 e(store(f"%sum.{r}.{v}", f"%c.{r}.{v}", lanes(v)))
-        e("  ret void")
-        e("}")
+        self.end()
 
     # --- the ukernel: loops over k blocks, panels and row tiles ---
 
     def _main(self) -> None:
-        self.emit(f"define void @{self.name}(ptr noalias %a, ptr noalias %b, ptr noalias %c) {{")
-        self.emit("entry:")
-        self.block = "entry"
+        self.define(f"define void @{self.name}(ptr noalias %a, ptr noalias %b, ptr noalias %c) {{")
 
         def k_block(kb: str) -> None:
             k0 = self.value(f"mul i64 {kb}, {DEPTH}")
@@ -186,8 +182,7 @@ class _Ukernel(LLVMText):
                 self._row_tiles(a_k, b_edge, c_edge, self.n % PANEL, kc, first)
 
         self.loop(-(-self.k // DEPTH), k_block)
-        self.emit("  ret void")
-        self.emit("}")
+        self.end()
 
     def _row_tiles(self, a: str, b: str, c: str, columns: int, kc: str, first: str) -> None:
         tiles, rest = divmod(self.rows, ROWS)

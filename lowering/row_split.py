@@ -15,10 +15,10 @@ shrink to the slice.
     func.func @k_rows3(%x: memref<3x4xf32>, %w: memref<4xf32>, %out: memref<3x4xf32>)
 
 Row-local softmax/layer_norm (per-row statistics in a row-sized temporary), matmul looping
-(m, k, n) or blocked (mb, nb, kb, mi, ki, ni), ukernel calls (`ukernels.py`: rows of their first
-and last arguments, all of the middle one; a chunk calls the ukernel for its rows) and elementwise kernels split;
-reductions over d0, gathers and reads at computed indices (`memref.load`, `linalg.index` of
-d0) do not.
+(m, k, n) or blocked (mb, nb, kb, mi, ki, ni), ukernel calls (`ukernels.py`: rows of their
+first and last arguments, all of the middle one; a chunk calls the ukernel for its rows) and
+elementwise kernels split; reductions over d0, gathers and reads at computed indices
+(`memref.load`, `linalg.index` of d0) do not.
 """
 
 from __future__ import annotations

@@ -42,8 +42,9 @@ PACKED_GEMM_SHARE_OF_BLAS = 1.15
 against 65-86 GFLOP/s for NumPy's BLAS at 1 thread on the MLP and GELU block shapes
 (benchmarks/packed_gemm.py)."""
 CONV_SHARE_OF_BLAS = 0.85
-"""Our conv2d loops reach about this share: 71 GFLOP/s on the MNIST CNN's 8->16 5x5 conv at
-batch 64 (benchmarks/conv_pool.py), where blas pays an im2col copy on top of its GEMM."""
+"""Our conv2d kernels reach about this share: 58-63 GFLOP/s for the MNIST CNN's first conv (a
+loop nest) and 81-86 for its second (the direct convolution ukernel) at 1 thread
+(benchmarks/conv_pool.py), where blas pays an im2col copy on top of its GEMM."""
 
 
 class CpuBackend(Backend):
