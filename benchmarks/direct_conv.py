@@ -10,7 +10,6 @@ run in alternating blocks of calls (benchmarks/timing.py); prints medians, GFLOP
 loops / ukernel. The two results are checked against each other.
 """
 
-import argparse
 from unittest import mock
 
 import numpy as np
@@ -20,7 +19,7 @@ from graphopt.builder import GraphBuilder
 from graphopt.lowering import direct_conv
 from graphopt.lowering.jit import aligned_array, aligned_empty
 
-from timing import checked_rates
+from timing import checked_rates, main_over_shapes
 
 SHAPES = [
     # (batch, in channels, height = width, out channels, window, stride, padding)
@@ -54,14 +53,5 @@ def compare(batch, channels, size, out_channels, window, stride, padding, second
     return f"{name:28s}  " + checked_rates(calls, outputs, flops, seconds)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=1.0, help="timing per shape")
-    args = parser.parse_args()
-    print(f"{'x, out channels, window/stride':28s}  {'ukernel':>24s}  {'loop nest':>24s}  loops / ukernel")
-    for shape in SHAPES:
-        print(compare(*shape, args.seconds))
-
-
 if __name__ == "__main__":
-    main()
+    main_over_shapes(__doc__.splitlines()[0], f"{'x, out channels, window/stride':28s}  {'ukernel':>24s}  {'loop nest':>24s}  loops / ukernel", SHAPES, compare)

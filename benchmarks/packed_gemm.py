@@ -14,7 +14,6 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import argparse
 
 import numpy as np
 
@@ -22,7 +21,7 @@ import graphopt
 from graphopt.builder import GraphBuilder
 from graphopt.lowering.jit import aligned_array, aligned_empty
 
-from timing import checked_rates
+from timing import checked_rates, main_over_shapes
 
 SHAPES = [
     (128, 768, 3072),  # the GELU MLP block's first GEMM
@@ -48,14 +47,5 @@ def compare(m: int, k: int, n: int, seconds: float) -> str:
     return f"{m:5d} x {k:5d} x {n:5d}  " + checked_rates(calls, outputs, 2 * m * k * n, seconds)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=1.0, help="timing per shape")
-    args = parser.parse_args()
-    print(f"{'m x k x n':23s}  {'ukernel':>24s}  {'NumPy (OpenBLAS)':>24s}  NumPy / ukernel")
-    for shape in SHAPES:
-        print(compare(*shape, args.seconds))
-
-
 if __name__ == "__main__":
-    main()
+    main_over_shapes(__doc__.splitlines()[0], f"{'m x k x n':23s}  {'ukernel':>24s}  {'NumPy (OpenBLAS)':>24s}  NumPy / ukernel", SHAPES, compare)

@@ -1,8 +1,9 @@
 """Timing shared by the benchmark scripts (run as `python benchmarks/<script>.py`)."""
 
+import argparse
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -49,3 +50,14 @@ def checked_rates(calls: dict[str, Callable[[], object]], results: dict[str, np.
     medians = list(interleaved_medians(calls, seconds).values())
     columns = "  ".join(f"{t * 1e3:8.3f} ms {flops / t / 1e9:6.1f} GFLOP/s" for t in medians)
     return f"{columns}  {medians[1] / medians[0]:6.2f}x"
+
+
+def main_over_shapes(description: str, header: str, shapes: Sequence[tuple], compare: Callable[..., str]) -> None:
+    """A benchmark script's main: `--seconds` per shape, `header`, then `compare(*shape, seconds)`
+    printed for each shape."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--seconds", type=float, default=1.0, help="timing per shape")
+    args = parser.parse_args()
+    print(header)
+    for shape in shapes:
+        print(compare(*shape, args.seconds))
