@@ -312,13 +312,18 @@ class CallSequence:
 
     def __init__(self, calls: Sequence[NativeCall]):
         self.llvm_ir = _call_sequence_ir(calls)
-        target_machine = host_target_machine()
-        llvm_module = llvm_binding.parse_assembly(self.llvm_ir)
-        llvm_module.verify()
-        self._engine = llvm_binding.create_mcjit_compiler(llvm_module, target_machine)
-        self._engine.finalize_object()
+        self._engine = native_module(self.llvm_ir)
         self.function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self._engine.get_function_address("run"))
         """Call with the table's address (an int)."""
+
+
+def native_module(llvm_ir: str) -> llvm_binding.ExecutionEngine:
+    """LLVM IR text compiled for the host CPU (without O3); keep the engine alive while its code runs."""
+    llvm_module = llvm_binding.parse_assembly(llvm_ir)
+    llvm_module.verify()
+    engine = llvm_binding.create_mcjit_compiler(llvm_module, host_target_machine())
+    engine.finalize_object()
+    return engine
 
 
 def _call_sequence_ir(calls: Sequence[NativeCall]) -> str:

@@ -2,15 +2,16 @@
 
 Kernels of one `compile` call are JIT-compiled together (one LLVM module). A large kernel that
 is row-parallel (`lowering/row_split.py`) also gets row-chunk variants and runs as up to
-`threads` chunks at once on a thread pool (each chunk starting at a multiple of the split's
-granule, so its arguments stay 16-byte aligned); ctypes releases the GIL while kernels run. A row-local kernel
-is marked `graph.row_local`, so its loop nests run row by row in one loop (`fuse-row-loops`).
+`threads` chunks at once on the process's native thread pool (`lowering/thread_pool.py`; each
+chunk starts at a multiple of the split's granule, so its arguments stay 16-byte aligned). Every
+kernel is one native function, split or not. A row-local kernel is marked `graph.row_local`, so
+its loop nests run row by row in one loop (`fuse-row-loops`).
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
@@ -25,6 +26,7 @@ from graphopt.lowering.fuse_row_loops import ROW_LOCAL_ATTR, is_row_local
 from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, Group, Unsupported, lower_group, packed_matmuls
 from graphopt.lowering.jit import ArgumentSpec, KernelArgumentError, aligned_array, compile_module
 from graphopt.lowering.row_split import RowSplit, row_chunk_kernel, row_split
+from graphopt.lowering.thread_pool import ChunkedEntries, ChunkedKernel, ThreadPool
 from graphopt.lowering.ukernels import declarations
 
 ALIGNMENT = 16
@@ -60,14 +62,15 @@ class CpuBackend(Backend):
         return None
 
     def compile(self, groups: Sequence[Operation], threads: int) -> list[Kernel]:
-        pool = ThreadPoolExecutor(threads - 1) if threads > 1 else None
         plans = [
             KernelPlan(self._lower(group, f"kernel_{i}"), threads if _worth_splitting(group) else 1)
             for i, group in enumerate(groups)
         ]
         functions = [f for plan in plans for f in plan.functions()]
         compiled = compile_module(ModuleOp(functions + declarations(functions)), alignment=ALIGNMENT)
-        return [plan.bind(compiled, pool) for plan in plans]
+        chunked = [plan.chunked(compiled) for plan in plans if plan.chunks]
+        entries = ChunkedEntries(ThreadPool.of(threads), chunked) if chunked else None
+        return [plan.bind(compiled, entries) for plan in plans]
 
     def estimate(self, group: Operation) -> float:
         rates = machine()
@@ -123,37 +126,28 @@ class KernelPlan:
         chunk_kernels = [row_chunk_kernel(self.kernel, self.split, size, name) for size, name in self.chunk_names.items()] if self.chunks else []
         return [self.kernel, *chunk_kernels]
 
-    def bind(self, compiled, pool: ThreadPoolExecutor | None) -> CpuKernel:
-        chunks = [(compiled[name].unchecked, begin) for name, begin in self.chunks]
-        return CpuKernel(compiled[self.name], self.constants, self.split, chunks, pool)
+    def chunked(self, compiled) -> ChunkedKernel:
+        chunks = tuple((compiled[name].address, begin) for name, begin in self.chunks)
+        return ChunkedKernel(self.name, self.split.row_bytes, chunks)
+
+    def bind(self, compiled, entries: ChunkedEntries | None) -> CpuKernel:
+        kernel = compiled[self.name]
+        address = entries.address(self.name) if self.chunks else kernel.address
+        return CpuKernel(address, len(kernel.arguments), self.constants, self.split, self.chunks, (compiled, entries))
 
 
 class CpuKernel:
-    """Calls a JIT-compiled kernel on array addresses (the runtime checked shapes and dtypes).
+    """Calls a JIT-compiled kernel, or the native entry that runs its row chunks on the thread
+    pool, on array addresses (the runtime checked shapes and dtypes). Either is `native`: the
+    runtime may call it from native code."""
 
-    A kernel that runs whole on the calling thread is `native`: the runtime may call it from
-    native code; one split into row chunks runs them on the pool.
-    """
-
-    def __init__(self, kernel, constants, split: RowSplit | None, chunks, pool: ThreadPoolExecutor | None):
-        self.compiled = kernel  # keeps its module's machine code (and its chunks') alive
-        self.function = kernel.unchecked
+    def __init__(self, address: int, arguments: int, constants, split: RowSplit | None, chunks, owners):
+        self.owners = owners  # keep the machine code of the kernel, its chunks and its entry alive
         self.constants = constants
         self.split = split
         self.chunks = chunks
-        self.pool = pool
-        self.native = None if chunks else NativeEntry(kernel.address, tuple(constants))
+        self.native = NativeEntry(address, tuple(constants))
+        self.function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * arguments)(address)
 
     def __call__(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> None:
-        addresses = [a.ctypes.data for a in (*inputs, *self.constants, *outputs)]
-        if not self.chunks:
-            self.function(*addresses)
-            return
-        calls = [
-            (function, [a + begin * stride for a, stride in zip(addresses, self.split.row_bytes, strict=True)])
-            for function, begin in self.chunks
-        ]
-        pending = [self.pool.submit(function, *args) for function, args in calls[1:]]
-        calls[0][0](*calls[0][1])
-        for future in pending:
-            future.result()
+        self.function(*[a.ctypes.data for a in (*inputs, *self.constants, *outputs)])
