@@ -36,6 +36,9 @@ from graphopt.lowering.jit import native_module
 
 SPIN_ROUNDS = 1 << 14
 """Pauses a worker spins for a next job before it sleeps (0.45 ms on this machine's Zen 4)."""
+YIELD_AFTER = 1 << 15
+"""Pauses (about 0.9 ms) a caller spins for its workers before it yields its core (`sched_yield`) at every
+check: a worker still not done may be waiting for that core (the machine is loaded)."""
 
 # The pool's state: one i64 per field, the contended ones on cache lines of their own.
 GENERATION, DONE, BUSY, SLEEPERS = 0, 64, 128, 192
@@ -66,6 +69,7 @@ declare i32 @pthread_mutex_lock(ptr)
 declare i32 @pthread_mutex_unlock(ptr)
 declare i32 @pthread_cond_wait(ptr, ptr)
 declare i32 @pthread_cond_broadcast(ptr)
+declare i32 @sched_yield()
 {"declare void @llvm.x86.sse2.pause()" if pause else ""}
 
 define ptr @worker(ptr %record) {{
@@ -149,11 +153,19 @@ own:
   %workers = load i64, ptr %workers.at, align 8
   br label %join
 join:
+  %join.round = phi i64 [0, %own], [%join.round.next, %join.pausing], [%join.round.next, %join.yielding]
   %done = load atomic i64, ptr %done.at acquire, align 8
   %all.done = icmp eq i64 %done, %workers
   br i1 %all.done, label %release, label %join.again
 join.again:
+  %join.round.next = add i64 %join.round, 1
+  %join.patient = icmp ult i64 %join.round, {YIELD_AFTER}
+  br i1 %join.patient, label %join.pausing, label %join.yielding
+join.pausing:
 {spin_pause}  br label %join
+join.yielding:
+  call i32 @sched_yield()
+  br label %join
 release:
   store atomic i64 0, ptr %busy.at release, align 8
   br label %return
@@ -184,6 +196,11 @@ class _Runtime:
         self.worker = self.engine.get_function_address("worker")
         self.run = self.engine.get_function_address("run")
         self.stop = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.engine.get_function_address("stop"))
+
+
+def usable_cores() -> int:
+    """Cores this process may run on: its CPU affinity where the OS keeps one."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 @functools.cache

@@ -13,6 +13,7 @@ from graphopt.backends import cpu
 from graphopt.builder import GraphBuilder
 from graphopt.lowering.graph_to_linalg import lower_group
 from graphopt.lowering.row_split import row_split
+from graphopt.lowering.thread_pool import usable_cores
 from graphopt.parsing import make_context
 
 
@@ -157,3 +158,10 @@ def test_import_tells_openblas_workers_not_to_spin(preset, expected):
     code = "import os, graphopt; print(os.environ['OPENBLAS_THREAD_TIMEOUT'])"
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == expected
+
+
+def test_no_more_chunks_than_usable_cores():
+    """Threads beyond the cores run no faster, and the pool's spinning threads would wait on each other."""
+    cores = usable_cores()
+    exe = graphopt.compile(chain((4096, 256), (256,)), threads=cores + 2)
+    assert len(only_step(exe).kernel.chunks) == (cores if cores > 1 else 0)

@@ -2,7 +2,7 @@
 
 Kernels of one `compile` call are JIT-compiled together (one LLVM module). A large kernel that
 is row-parallel (`lowering/row_split.py`) also gets row-chunk variants and runs as up to
-`threads` chunks at once on the process's native thread pool (`lowering/thread_pool.py`; each
+`threads` chunks (at most one per usable core) at once on the process's native thread pool (`lowering/thread_pool.py`; each
 chunk starts at a multiple of the split's granule, so its arguments stay 16-byte aligned). Every
 kernel is one native function, split or not. A row-local kernel is marked `graph.row_local`, so
 its loop nests run row by row in one loop (`fuse-row-loops`).
@@ -26,7 +26,7 @@ from graphopt.lowering.fuse_row_loops import ROW_LOCAL_ATTR, is_row_local
 from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, Group, Unsupported, lower_group, packed_matmuls
 from graphopt.lowering.jit import ArgumentSpec, KernelArgumentError, aligned_array, compile_module
 from graphopt.lowering.row_split import RowSplit, row_chunk_kernel, row_split
-from graphopt.lowering.thread_pool import ChunkedEntries, ChunkedKernel, ThreadPool
+from graphopt.lowering.thread_pool import ChunkedEntries, ChunkedKernel, ThreadPool, usable_cores
 from graphopt.lowering.ukernels import declarations
 
 ALIGNMENT = 16
@@ -62,6 +62,9 @@ class CpuBackend(Backend):
         return None
 
     def compile(self, groups: Sequence[Operation], threads: int) -> list[Kernel]:
+        # more chunks than cores run no faster, and the pool's spinning threads would wait on
+        # each other for a core
+        threads = min(threads, usable_cores())
         plans = [
             KernelPlan(self._lower(group, f"kernel_{i}"), threads if _worth_splitting(group) else 1)
             for i, group in enumerate(groups)
