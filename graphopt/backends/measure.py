@@ -40,6 +40,7 @@ from graphopt.backends import Backend, Kernel, get_backend
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.lowering.jit import aligned_array, aligned_empty
+from graphopt.lowering.thread_pool import usable_cores
 
 FORMAT_VERSION = 1
 REPEAT = 10
@@ -116,8 +117,9 @@ def random_arrays(types: Sequence[TensorType], seed: int = 0) -> list[np.ndarray
 
 
 def default_threads() -> int:
-    """Threads a kernel may use, as graphopt.compile chooses them by default."""
-    return int(os.environ.get("GRAPHOPT_THREADS", os.cpu_count() or 1))
+    """Threads a kernel may use, as graphopt.compile chooses them by default: GRAPHOPT_THREADS,
+    else the cores this process may run on (the most the cpu backend splits a kernel into)."""
+    return int(os.environ.get("GRAPHOPT_THREADS", usable_cores()))
 
 
 def measure(pairs: Sequence[tuple[Backend, Operation]], repeat: int = REPEAT, threads: int | None = None,
