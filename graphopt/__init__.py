@@ -3,24 +3,36 @@
     import graphopt
     m = graphopt.parse("examples/mlp.mlir")      # verified ModuleOp
     outs = graphopt.interpret(m, x)              # reference semantics (NumPy)
-    exe = graphopt.compile(m)                    # fuse + lower + JIT (CPU)
+    exe = graphopt.compile(m)                    # canonicalize + fuse + partition + lower + JIT
     outs = exe(x)
+
+The names below load their modules on first use, so `import graphopt.dialects.graph` (or a
+tool that only parses) loads neither the compiler, the JIT nor llvmlite.
 """
 
-import os
+from importlib import import_module
 
-# graphopt's kernel threads run beside OpenBLAS's (the blas backend, NumPy). By default an
-# OpenBLAS worker spins for about 2^28 cycles after each GEMM, holding a core that a row chunk
-# of the next cpu kernel needs: at 2 threads a cpu GEMM measured after a blas one took 6.1 ms
-# instead of 3.3 ms, and the cost search chose blas for it. 2^4 cycles puts the workers to sleep
-# at once. A default only, and only in effect when graphopt is imported before NumPy.
-os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+_EXPORTS = {
+    "Executable": "graphopt.compiler",
+    "GraphBuilder": "graphopt.builder",
+    "GraphoptError": "graphopt.errors",
+    "compile": "graphopt.compiler",
+    "from_onnx": "graphopt.onnx_import",
+    "interpret": "graphopt.interpreter",
+    "parse": "graphopt.parsing",
+}
+"""Public name -> the module defining it."""
 
-from graphopt.builder import GraphBuilder
-from graphopt.compiler import Executable, compile
-from graphopt.errors import GraphoptError
-from graphopt.interpreter import interpret
-from graphopt.onnx_import import from_onnx
-from graphopt.parsing import parse
+__all__ = sorted(_EXPORTS)
 
-__all__ = ["Executable", "GraphBuilder", "GraphoptError", "compile", "from_onnx", "interpret", "parse"]
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'graphopt' has no attribute {name!r}")
+    value = getattr(import_module(_EXPORTS[name]), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
