@@ -10,7 +10,7 @@ from pathlib import Path
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.irdl.dominance import DominanceInfo
 from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
@@ -117,30 +117,24 @@ def verify_located(module: Operation, locations: dict[Operation, Location]) -> N
             fail(op, str(e))
 
 
-def _structural_errors(module: Operation):
-    """(op, message) for each non-string `graph.backend` pin, then for each use of a value
-    that its definition does not dominate."""
-    for op in module.walk():
-        if BACKEND_PIN in op.attributes and not isinstance(op.attributes[BACKEND_PIN], StringAttr):
-            yield op, f"{BACKEND_PIN} must be a string naming a backend, got {op.attributes[BACKEND_PIN]}"
-    yield from _undominated_uses(module, frozenset())
-
-
-def _undominated_uses(op: Operation, visible: frozenset[SSAValue]):
-    """(user, message) for each operand in `op`'s regions that is not defined before its use
-    in the same block, in a block that dominates it, or above the region (`visible`)."""
+def _structural_errors(op: Operation, enclosing: tuple[set[SSAValue], ...] = ()):
+    """(op, message), in source order, for each non-string `graph.backend` pin and each
+    operand in the regions of `op` that is not defined before its use in the same block, in
+    a block that dominates it, or in a block enclosing the region (`enclosing`)."""
     for region in op.regions:
         defined = {block: _block_definitions(block) for block in region.blocks}
         dominance = DominanceInfo(region) if len(region.blocks) > 1 else None
         for block in region.blocks:
-            seen = set(visible).union(block.args)
+            seen = set(block.args)
             if dominance:
                 seen.update(*(defined[b] for b in region.blocks if dominance.strictly_dominates(b, block)))
             for user in block.ops:
+                if BACKEND_PIN in user.attributes and not isinstance(user.attributes[BACKEND_PIN], StringAttr):
+                    yield user, f"{BACKEND_PIN} must be a string naming a backend, got {user.attributes[BACKEND_PIN]}"
                 for i, value in enumerate(user.operands):
-                    if value not in seen:
+                    if value not in seen and not any(value in scope for scope in enclosing):
                         yield user, _undominated_message(user, i, value)
-                yield from _undominated_uses(user, frozenset(seen))
+                yield from _structural_errors(user, (*enclosing, seen))
                 seen.update(user.results)
 
 
@@ -152,7 +146,10 @@ def _undominated_message(user: Operation, index: int, value: SSAValue) -> str:
     operand = f"operand #{index}" + (f" (%{value.name_hint})" if value.name_hint else "")
     if isinstance(value.owner, Operation) and value.owner.is_ancestor(user):
         return f"{operand} is a result of the op itself"
-    return f"{operand} is used before it is defined"
+    defining_block = value.owner.parent_block() if isinstance(value.owner, Operation) else value.owner
+    if defining_block is user.parent_block():
+        return f"{operand} is used before it is defined"
+    return f"{operand} is defined in a block that does not dominate this use"
 
 
 def decode_source(data: bytes, name: str, line_offset: int = 0) -> str:
