@@ -9,6 +9,7 @@ import pytest
 
 import graphopt
 from graphopt import GraphoptError
+from graphopt.tools import graph_opt
 
 
 def parse_error(text: str) -> str:
@@ -106,3 +107,36 @@ def test_run_time_gather_indices_wrap_then_clamp_alike_compiled_and_interpreted(
     (compiled,) = graphopt.compile(module, backends=("cpu",), fuse=fuse)(data, indices)
     np.testing.assert_array_equal(interpreted, expected)
     np.testing.assert_array_equal(compiled, expected)
+
+
+# ----------------------------------------------------------------------------------------
+# graph-opt reads through the same parser
+# ----------------------------------------------------------------------------------------
+
+
+def graph_opt_error(path, *args, capsys) -> str:
+    """graph-opt's one-line message on stderr for `path`, after checking it exits with code 1."""
+    with pytest.raises(SystemExit) as exit_info:
+        graph_opt.main([str(path), *args])
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err.splitlines()[0]
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_graph_opt_names_the_line_of_bytes_that_are_not_utf8(tmp_path, split, capsys):
+    path = tmp_path / "bad.mlir"
+    valid = b"func.func @f() {\n  func.return\n}\n// -----\n" if split else b""
+    path.write_bytes(valid + b"func.func @main() {\n  func.return // \xff\n}\n")
+    message = graph_opt_error(path, *(["--split-input-file"] if split else []), capsys=capsys)
+    assert message.startswith(f"graph-opt: {path}:{6 if split else 2}:18: error: the input is not UTF-8 text: byte 0xff")
+
+
+def test_graph_opt_long_unterminated_string_fails_fast(tmp_path, capsys):
+    path = tmp_path / "string.mlir"
+    path.write_text('func.func @f() attributes {s = "' + "a" * 10_000 + "\n}\n")
+    start = time.perf_counter()
+    message = graph_opt_error(path, capsys=capsys)
+    assert time.perf_counter() - start < 2
+    assert message == f"graph-opt: {path}:1:32: error: End of file reached before closing string literal."
