@@ -90,7 +90,7 @@ class LocatedParser(Parser):
         elements = math.prod(shaped_type.get_shape())
         if elements > MAX_CONSTANT_ELEMENTS:
             self.raise_error(
-                f"dense literal of {elements} elements is over the limit of {MAX_CONSTANT_ELEMENTS} (2^28)", start, self.pos
+                f"dense literal of {elements} elements is over the limit of {MAX_CONSTANT_ELEMENTS} elements", start, self.pos
             )
         return shaped_type
 

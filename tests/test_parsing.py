@@ -46,7 +46,7 @@ def main(signature: str, body: str) -> str:
         (main("%x: tensor<2xf32>", "  %0 = graph.transpose %x {perm = array<i128: 0>} : (tensor<2xf32>) -> tensor<2xf32>"),
          "<input>:2:3: error: unsupported attribute"),
         (main("", "  %0 = graph.constant dense<1.5> : tensor<2147483648xf32>"),
-         "<input>:2:36: error: dense literal of 2147483648 elements is over the limit of 268435456 (2^28)"),
+         "<input>:2:36: error: dense literal of 2147483648 elements is over the limit of 268435456 elements"),
         (main("", "  %0 = graph.constant dense<1.5> : tensor<18446744073709551616xf32>"),
          "<input>:2:36: error: dense literal of 18446744073709551616 elements is over the limit"),
         (main("", "  %0 = arith.constant 18446744073709551616 : i64"), "<input>:2:3: error: invalid attribute: Integer value"),
