@@ -39,6 +39,9 @@ NUMPY_DTYPES: dict[str, np.dtype] = {
     "i64": np.dtype(np.int64),
 }
 
+BACKEND_PIN = "graph.backend"
+"""Discardable attribute that pins an op to a backend: `graph.relu %x {graph.backend = "cpu"}` (a string)."""
+
 FLOAT_ATTRIBUTE_NAMES = frozenset({"alpha", "min", "max", "epsilon", "value"})
 """Attributes that hold an f64 (a Python int given for them is converted)."""
 

@@ -755,9 +755,14 @@ class PadOp(GraphOp):
 
 @irdl_op_definition
 class GatherOp(GraphOp):
-    """ONNX Gather: take slices of `data` along `axis` at `indices` (negative indices wrap).
+    """ONNX Gather: take slices of `data` along `axis` at `indices`.
 
         %y = graph.gather %data, %idx {axis = 0 : i64} : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+
+    An index i in [-size, 0) counts from the end (i + size). Indices from a graph.constant
+    must lie in [-size, size) (checked by the verifier); an index computed at run time is
+    first wrapped if negative, then clamped into [0, size), on every backend and in the
+    interpreter: with size 10, 12 takes 9, -3 takes 7 and -12 takes 0.
     """
 
     name = "graph.gather"
@@ -775,6 +780,17 @@ class GatherOp(GraphOp):
             raise ShapeError(f"operand 'indices' {indices} must have element type i32 or i64")
         shape = shapes.gather(data.get_shape(), indices.get_shape(), cls.param(attributes, "axis"))
         return [_tensor(shape, data.get_element_type())]
+
+    def verify_(self) -> None:
+        super().verify_()
+        if not isinstance(constant := self.indices.owner, ConstantOp):
+            return
+        axis = self.get("axis")
+        size = self.data.type.get_shape()[axis]
+        values = constant.value.get_values()
+        if values and not (-size <= min(values) and max(values) < size):
+            wrong = next(v for v in values if not -size <= v < size)
+            raise VerifyException(f"{self.name}: constant index {wrong} is out of range [{-size}, {size}) for axis {axis}")
 
 
 # ----------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ that names the offending operand or attribute; the op verifier prefixes the op n
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 Shape = tuple[int, ...]
@@ -105,6 +106,8 @@ def pad(shape: Shape, pads: Sequence[int]) -> Shape:
 
 def gather(data: Shape, indices: Shape, axis: int) -> Shape:
     axis = normalize_axis(axis, len(data))
+    if data[axis] == 0 and math.prod(indices) > 0:
+        raise ShapeError(f"cannot take indices from axis {axis} of size 0")
     return data[:axis] + tuple(indices) + data[axis + 1 :]
 
 

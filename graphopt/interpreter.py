@@ -191,11 +191,11 @@ def pad(op, x):
 
 
 def gather(op, data, indices):
+    """Negative indices count from the end, then out-of-range ones clamp (see graph.GatherOp)."""
     axis = op.get("axis")
     size = data.shape[axis]
-    if indices.size and not (-size <= indices.min() and indices.max() < size):
-        raise GraphoptError(f"graph.gather: indices out of range [{-size}, {size}) for axis {axis}")
-    return np.take(data, indices, axis=axis)
+    wrapped = np.where(indices < 0, indices + size, indices)
+    return np.take(data, np.clip(wrapped, 0, size - 1), axis=axis)
 
 
 # ----------------------------------------------------------------------------------------

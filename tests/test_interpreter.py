@@ -360,9 +360,10 @@ def test_gather(shape, indices, axis, index_dtype):
     check(apply("gather", data, indices, axis=axis), expected)
 
 
-def test_gather_out_of_range_is_an_error():
-    with pytest.raises(GraphoptError, match=r"graph.gather: indices out of range \[-5, 5\)"):
-        apply("gather", rand(5), np.array([5]), axis=0)
+def test_gather_wraps_negative_then_clamps_out_of_range_indices():
+    data = rand(5)
+    indices = np.array([5, 99, -1, -5, -6, -99])
+    check(apply("gather", data, indices, axis=0), data[[4, 4, 4, 0, 0, 0]])
 
 
 # ----------------------------------------------------------------------------------------

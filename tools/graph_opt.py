@@ -52,7 +52,7 @@ from graphopt.lowering.graph_to_linalg import ConvertGraphToLinalgPass
 from graphopt.lowering.jit import optimized_llvm_ir
 from graphopt.lowering.ptx import DEFAULT_ARCH, ptx
 from graphopt.lowering.to_llvm import to_llvm_passes
-from graphopt.parsing import LocatedParser, format_parse_error, verify_located
+from graphopt.parsing import LocatedParser, decode_source, format_parse_error, verify_located
 from graphopt.transforms import get_all_passes
 from graphopt.transforms.partition import Dataflow, PartitionPass
 
@@ -283,7 +283,8 @@ class GraphOptMain(xDSLOptMain):
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
         """Parse with source locations and verify op by op, so verifier errors name file:line:col."""
-        parser = LocatedParser(self.ctx, chunk.read().decode(), self.get_input_name())
+        text = decode_source(chunk.read(), self.get_input_name(), start_offset)
+        parser = LocatedParser(self.ctx, text, self.get_input_name())
         module = parser.parse_module(not self.args.no_implicit_module)
         if not self.args.disable_verify:
             locations = {op: loc._replace(line=loc.line + start_offset) for op, loc in parser.locations.items()}

@@ -466,3 +466,29 @@ func.func @yield_outside_fused(%a: tensor<4xf32>) {
   // CHECK: diagnostics.mlir:[[# @LINE + 1]]:3: error: graph.yield: 'graph.yield' expects parent op 'graph.fused'
   graph.yield %a : tensor<4xf32>
 }
+
+// -----
+
+func.func @gather_constant_index_out_of_range(%x: tensor<3x2xf32>) {
+  %i = graph.constant dense<[1, 7]> : tensor<2xi64>
+  // CHECK: diagnostics.mlir:[[# @LINE + 1]]:3: error: graph.gather: constant index 7 is out of range [-3, 3) for axis 0
+  %0 = graph.gather %x, %i {axis = 0 : i64} : (tensor<3x2xf32>, tensor<2xi64>) -> tensor<2x2xf32>
+  func.return
+}
+
+// -----
+
+func.func @gather_constant_negative_index_out_of_range(%x: tensor<3x2xf32>) {
+  %i = graph.constant dense<-3> : tensor<i32>
+  // CHECK: diagnostics.mlir:[[# @LINE + 1]]:3: error: graph.gather: constant index -3 is out of range [-2, 2) for axis -1
+  %0 = graph.gather %x, %i {axis = -1 : i64} : (tensor<3x2xf32>, tensor<i32>) -> tensor<3xf32>
+  func.return
+}
+
+// -----
+
+func.func @gather_from_empty_axis(%x: tensor<0x2xf32>, %i: tensor<4xi64>) {
+  // CHECK: diagnostics.mlir:[[# @LINE + 1]]:3: error: graph.gather: cannot take indices from axis 0 of size 0
+  %0 = graph.gather %x, %i {axis = 0 : i64} : (tensor<0x2xf32>, tensor<4xi64>) -> tensor<4x2xf32>
+  func.return
+}
