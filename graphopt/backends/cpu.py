@@ -1,15 +1,18 @@
 """The cpu backend: each group becomes one kernel through linalg, the llvm dialect and llvmlite.
 
 Each group is lowered to a kernel as convert-graph-to-linalg lowers it, under the same name
-(its group's, or `<kind>_<n>` for a single op); the kernels then run the `kernels` and `llvm`
-stages of `lowering/pipelines.py`'s CPU target, so `graph-opt --fuse --partition -t llvm`
-prints the IR that `compile` JIT-compiles. Kernels of one `compile` call are JIT-compiled
-together (one LLVM module). A large kernel that
-is row-parallel (`lowering/row_split.py`) also gets row-chunk variants and runs as up to
-`threads` chunks (at most one per usable core) at once on the process's native thread pool (`lowering/thread_pool.py`; each
-chunk starts at a multiple of the split's granule, so its arguments stay 16-byte aligned). Every
-kernel is one native function, split or not. A row-local kernel is marked `graph.row_local`
-(mark-row-local), so its loop nests run row by row in one loop (`fuse-row-loops`).
+(its group's, or `<kind>_<n>` for a single op); the kernels then run the `kernels` stage of
+`lowering/pipelines.py`'s CPU target (mark-row-local: a row-local kernel's loop nests run row
+by row in one loop, `fuse-row-loops`) and, in the JIT, its `llvm` stage. So at one thread
+`graph-opt --fuse --partition=backends=cpu -t llvm` prints the IR that `compile` JIT-compiles.
+Kernels of one `compile` call are JIT-compiled together (one LLVM module).
+
+A large kernel that is row-parallel (`lowering/row_split.py`) also gets row-chunk variants
+(`<name>_rows<N>`, made here, after the `kernels` stage: graph-opt does not show them) and
+runs as up to `threads` chunks (at most one per usable core) at once on the process's native
+thread pool (`lowering/thread_pool.py`; each chunk starts at a multiple of the split's
+granule, so its arguments stay 16-byte aligned). Every kernel is one native function, split
+or not.
 """
 
 from __future__ import annotations
