@@ -1,7 +1,7 @@
 """The pass pipelines graphopt.compile runs for each backend, declared once.
 
-Each stage is xDSL pass-pipeline text, the text `graph-opt -p` takes, parsed against the same
-pass registry. The cpu backend, the JIT, the cuda backend's PTX and graph-opt's
+Each stage is xDSL pass-pipeline text, the text `graph-opt -p` takes, parsed against xDSL's
+and graphopt's lowering passes (which graph-opt registers too). The cpu backend, the JIT, the cuda backend's PTX and graph-opt's
 `--lower-to-linalg`, `--lower-to-llvm`, `-t llvm` and `-t ptx` all run these stages:
 
     CPU.spec("to-kernels", "kernels")         # "convert-graph-to-linalg,mark-row-local"
@@ -10,7 +10,8 @@ pass registry. The cpu backend, the JIT, the cuda backend's PTX and graph-opt's
 CPU stages: `to-kernels` (@main's groups -> one func.func per group on memrefs, linalg),
 `kernels` (what the cpu backend adds to the kernels), `llvm` (-> llvm dialect; `alignment`:
 bytes promised for kernel pointer arguments). The cpu backend lowers the groups it is given
-one by one, as `to-kernels` does for @main's, then runs `kernels` and `llvm`.
+one by one, as `to-kernels` does for @main's, then runs `kernels` and `llvm`. (Its row-chunk
+variants for threads > 1 are not a stage yet: the backend makes them after `kernels`.)
 CUDA stages: `to-kernels` (-> cuda kernels and host launchers), `nvvm` (the device kernels
 -> llvm dialect with NVVM intrinsics).
 """
