@@ -268,6 +268,11 @@ class Executable:
                 frame.bind(self.slots[value], view)
         return frame
 
+    def llvm_ir(self) -> list[str]:
+        """The LLVM IR of each module JIT-compiled for the steps (kernels with an `llvm_ir`,
+        the cpu backend's), once each, in step order: what `graph-opt -t llvm` prints."""
+        return list(dict.fromkeys(s.kernel.llvm_ir for s in self.steps if hasattr(s.kernel, "llvm_ir")))
+
     def report(self) -> str:
         """One line per step: its name, where it runs, the native run that calls it, and for a
         step not on the first backend asked for, why."""

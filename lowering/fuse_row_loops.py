@@ -1,6 +1,6 @@
 """fuse-row-loops: run a row-local kernel's loop nests one row at a time, in one row loop.
 
-A kernel marked `graph.row_local` (`is_row_local`: its generics all iterate d0 in parallel
+A kernel marked `graph.row_local` (by mark-row-local: its generics all iterate d0 in parallel
 over the same rows and index every buffer that depends on d0 by exactly d0) computes row i
 of each nest from row i of the buffers the earlier nests wrote. After
 convert-linalg-to-loops, its consecutive top-level `scf.for`s with identical constant
@@ -25,31 +25,10 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp
-from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.ir.affine import AffineDimExpr
 from xdsl.passes import ModulePass
 
-from graphopt.lowering.row_split import row_split
-
-ROW_LOCAL_ATTR = "graph.row_local"
-"""Unit attribute of a kernel func whose loop nests may run row by row in one loop."""
-
-
-def is_row_local(kernel: func.FuncOp) -> bool:
-    """Whether `kernel` splits by rows with one d0 extent for all its generics, rows indexed by plain d0."""
-    generics = [op for op in kernel.body.block.ops if isinstance(op, GenericOp)]
-    if any(not generic.iterator_types.data for generic in generics) or row_split(kernel) is None:
-        return False
-    if len({generic.get_static_loop_ranges()[0] for generic in generics}) != 1:
-        return False
-    for generic in generics:
-        maps = [m.data.results for m in generic.indexing_maps.data]
-        if any(results[0] != AffineDimExpr(0) for results in maps[len(generic.inputs) :] if results) or any(
-            0 in expr.used_dims() and expr != AffineDimExpr(0) for results in maps for expr in results
-        ):
-            return False
-    return True
+from graphopt.lowering.mark_row_local import ROW_LOCAL_ATTR
 
 
 @dataclass(frozen=True)

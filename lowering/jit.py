@@ -1,4 +1,4 @@
-"""The CPU JIT: kernel modules -> llvm dialect -> LLVM IR -> O3 for the host CPU -> MCJIT.
+"""The CPU JIT: kernel modules -> llvm dialect (the `llvm` stage of `pipelines.CPU`) -> LLVM IR -> O3 for the host CPU -> MCJIT.
 
     kernels = compile_module(module)               # module: ModuleOp or MLIR text of func kernels
     kernels["fused_add_relu_0"](a, b, out)         # NumPy arrays, passed by pointer, no copies
@@ -27,7 +27,7 @@ from types import MappingProxyType
 import llvmlite.binding as llvm_binding
 import numpy as np
 from graphopt.lowering.ukernels import UKERNEL_ATTR, ukernel_ir
-from graphopt.lowering.to_llvm import lower_to_llvm
+from graphopt.lowering.pipelines import CPU
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import (
@@ -210,7 +210,7 @@ class CompiledModule(Mapping[str, Kernel]):
     def __init__(self, module: ModuleOp, alignment: int):
         signatures = {op.sym_name.data: op.function_type for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks}
         ukernels = [op for op in module.ops if isinstance(op, func.FuncOp) and UKERNEL_ATTR in op.attributes]
-        lowered = lower_to_llvm(module.clone(), alignment)
+        lowered = CPU.apply(module.clone(), "llvm", alignment=alignment)
         target_machine = host_target_machine()
         ir_module = convert_module(lowered, fallback_target_triple=target_machine.triple)
         ir_module.data_layout = str(target_machine.target_data)

@@ -3,6 +3,8 @@
     module = lower_groups_to_cuda(...)          # func.func kernels marked cuda.kernel (+ host launchers)
     text = ptx(module, arch="sm_90")            # one PTX module holding every kernel (`.entry`)
 
+The kernels go to the llvm dialect through the `nvvm` stage of `pipelines.CUDA`.
+
 Only kernels go to the device: host functions (the `launch_` functions) are left out. Kernels
 get the `ptx_kernel` calling convention, and globals their alignment, after xDSL's
 `convert_module`, which carries neither,
@@ -15,42 +17,17 @@ import functools
 
 import llvmlite.binding as llvm_binding
 from xdsl.backend.llvm.convert import convert_module
-from xdsl.context import Context
 from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
-from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
-from xdsl.transforms.lower_affine import LowerAffinePass
-from xdsl.transforms.reconcile_unrealized_casts import ReconcileUnrealizedCastsPass
 
 from graphopt.dialects import cuda
-from graphopt.lowering.convert_arith_to_llvm import ConvertArithToLLVMPass
-from graphopt.lowering.convert_cf_to_llvm import ConvertCfToLLVMPass
-from graphopt.lowering.convert_cuda_to_nvvm import ConvertCudaToNVVMPass
-from graphopt.lowering.convert_func_to_llvm import ConvertFuncToLLVMPass
-from graphopt.lowering.convert_math_to_llvm import ConvertMathToLLVMPass
-from graphopt.lowering.convert_memref_to_llvm import ConvertMemRefToLLVMPass
 from graphopt.lowering.jit import optimize
+from graphopt.lowering.pipelines import CUDA
 
 NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
 DEFAULT_ARCH = "sm_80"
 """Ampere (A100); "sm_90" is Hopper (H100)."""
 KERNEL_CALLING_CONVENTION = "ptx_kernel"
-
-
-def to_nvvm_passes() -> list[ModulePass]:
-    """The passes from cuda kernels (scf/affine/arith/math/memref/cuda/func) to the llvm dialect, in order."""
-    return [
-        LowerAffinePass(),
-        ConvertScfToCf(),
-        ConvertArithToLLVMPass(),
-        ConvertMathToLLVMPass(),
-        ConvertMemRefToLLVMPass(),
-        ConvertCudaToNVVMPass(),
-        ConvertFuncToLLVMPass(),
-        ConvertCfToLLVMPass(),
-        ReconcileUnrealizedCastsPass(),
-    ]
 
 
 def device_module(module: ModuleOp) -> ModuleOp:
@@ -61,12 +38,7 @@ def device_module(module: ModuleOp) -> ModuleOp:
 
 def lower_to_nvvm(module: ModuleOp) -> ModuleOp:
     """The kernels of `module` in the llvm dialect (a new module; `module` is left unchanged)."""
-    device = device_module(module)
-    ctx = Context()
-    for lowering_pass in to_nvvm_passes():
-        lowering_pass.apply(ctx, device)
-    device.verify()
-    return device
+    return CUDA.apply(device_module(module), "nvvm")
 
 
 @functools.cache

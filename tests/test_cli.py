@@ -144,9 +144,9 @@ def test_shorthand_flag_of_missing_pass_fails_only_when_used(add_relu: Path, mon
 
 def test_stage_flag_ends_the_pipeline(add_relu: Path):
     tool = graph_opt.GraphOptMain([str(add_relu), "--lower-to-linalg", "-p", "cse", "--fuse"])
-    assert tool.args.passes == "fuse,cse,convert-graph-to-linalg"
+    assert tool.args.passes == "fuse,cse,convert-graph-to-linalg,mark-row-local"
     tool = graph_opt.GraphOptMain([str(add_relu), "--lower-to-llvm"])
-    assert tool.args.passes.startswith("convert-graph-to-linalg,linalg-generalize-named-ops,")
+    assert tool.args.passes.startswith("convert-graph-to-linalg,mark-row-local,linalg-generalize-named-ops,")
     assert tool.args.passes.endswith(",reconcile-unrealized-casts")
 
 
@@ -263,6 +263,24 @@ def test_graph_run_backends_agree_and_report(add_relu: Path, capsys):
     assert fused.splitlines()[:1] == [f"{'fused_add_relu_0':<40} cpu  [native run 0]"]
     assert [line.split()[:2] for line in unfused.splitlines()[:2]] == [["add_0", "cpu"], ["relu_1", "cpu"]]
     assert all(line.endswith("[native run 0]") for line in unfused.splitlines()[:2])  # one call for both
+
+
+def test_graph_run_print_llvm_is_graph_opt_llvm_target(add_relu: Path, capsys, monkeypatch):
+    monkeypatch.setenv("GRAPHOPT_THREADS", "1")
+    code, printed, err = run_in_process(graph_opt.main, add_relu, "--fuse", "--partition=backends=cpu", "-t", "llvm", capsys=capsys)
+    assert code == 0, err
+    code, jitted, err = run_in_process(graph_run.main, add_relu, "--print-llvm", capsys=capsys)
+    assert code == 0, err
+    assert jitted == printed and "define void @fused_add_relu_0(" in jitted
+    code, unfused, _ = run_in_process(graph_run.main, add_relu, "--print-llvm", "--no-fuse", capsys=capsys)
+    assert "define void @add_0(" in unfused and "define void @relu_1(" in unfused
+
+
+@pytest.mark.parametrize("other", [["--backend", "reference"], ["--check"]])
+def test_graph_run_print_llvm_needs_the_cpu_backend_alone(add_relu: Path, other):
+    run = run_tool("graph-run", add_relu, "--print-llvm", *other)
+    assert run.returncode == 2  # a usage error, as argparse reports them
+    assert run.stderr.endswith("graph-run: error: --print-llvm shows a compiled module; it needs the cpu backend, without --check\n")
 
 
 def test_graph_run_check(add_relu: Path):

@@ -260,9 +260,9 @@ def test_row_chunks_call_the_ukernel_for_their_images(monkeypatch):
         if isinstance(op, func.CallOp)
     }
     assert calls == {
-        "kernel_0": ukernel(5),
-        "kernel_0_rows3": ukernel(3),
-        "kernel_0_rows2": ukernel(2),
+        "fused_conv2d_add_0": ukernel(5),
+        "fused_conv2d_add_0_rows3": ukernel(3),
+        "fused_conv2d_add_0_rows2": ukernel(2),
     }
 
 

@@ -5,7 +5,7 @@ import pytest
 
 import graphopt
 from graphopt.builder import GraphBuilder
-from graphopt.lowering.fuse_row_loops import is_row_local
+from graphopt.lowering.mark_row_local import is_row_local
 from graphopt.lowering.graph_to_linalg import lower_group
 
 

@@ -8,12 +8,15 @@
     graph-opt in.mlir --fuse --lower-to-linalg     # the kernels (func + linalg on memrefs)
     graph-opt in.mlir --fuse --lower-to-llvm       # the kernels in the llvm dialect
     graph-opt in.mlir --fuse -t llvm               # the kernels' LLVM IR after O3 for this CPU
+    graph-opt in.mlir --fuse --partition=backends=cpu -t llvm   # exactly what compile JIT-compiles (1 thread)
     graph-opt in.mlir --fuse --partition -t dot -o groups.svg   # groups coloured by backend (Graphviz)
     graph-opt in.mlir --fuse --partition=backends=cuda -t ptx   # the CUDA kernels' PTX (-t 'ptx{arch=sm_90}')
 
 Every pass in `PASS_FLAGS` also has a flag that runs it before the `-p` pipeline:
 `--NAME` is `-p NAME`, `--NAME=opt=val,opt2=val` is `-p 'NAME{opt=val opt2=val}'`.
-A flag of `STAGE_FLAGS` ends the pipeline (after `-p`) at that lowering stage.
+A flag of `STAGE_FLAGS` ends the pipeline (after `-p`) at that lowering stage. The stages,
+`-t llvm` and `-t ptx` run the pipelines that compile runs, declared once in
+`lowering/pipelines.py`.
 Bad input (malformed text, failed verification, unknown pass, missing file) gives one
 `graph-opt: file:line:col: error: ...` message on stderr and exit code 1.
 """
@@ -47,11 +50,9 @@ from graphopt.dialects import graph
 from graphopt.dialects.graph import Graph
 from graphopt.errors import GraphoptError
 from graphopt.lowering import get_all_passes as get_lowering_passes
-from graphopt.lowering.graph_to_cuda import ConvertGraphToCudaPass
-from graphopt.lowering.graph_to_linalg import ConvertGraphToLinalgPass
 from graphopt.lowering.jit import optimized_llvm_ir
+from graphopt.lowering.pipelines import CPU, CUDA
 from graphopt.lowering.ptx import DEFAULT_ARCH, ptx
-from graphopt.lowering.to_llvm import to_llvm_passes
 from graphopt.parsing import LocatedParser, decode_source, format_parse_error, verify_located
 from graphopt.transforms import get_all_passes
 from graphopt.transforms.partition import Dataflow, PartitionPass
@@ -62,14 +63,18 @@ PASS_FLAGS: dict[str, str] = {
 }
 """Passes that get a shorthand flag `--NAME[=opt=val,...]`, by pass name, with the flag's help."""
 
-TO_KERNELS = ConvertGraphToLinalgPass.name
-TO_LLVM = ",".join(str(p.pipeline_pass_spec()) for p in to_llvm_passes(ALIGNMENT))
-
 STAGE_FLAGS: dict[str, tuple[str, str]] = {
-    "lower-to-linalg": (TO_KERNELS, "stop at the kernels: one func.func on memrefs (linalg) per group"),
-    "lower-to-llvm": (f"{TO_KERNELS},{TO_LLVM}", "stop at the kernels in the llvm dialect"),
+    "lower-to-linalg": (
+        CPU.spec("to-kernels", "kernels"),
+        "stop at the kernels: one func.func on memrefs (linalg) per group, as compile builds them",
+    ),
+    "lower-to-llvm": (
+        CPU.spec("to-kernels", "kernels", "llvm", alignment=ALIGNMENT),
+        "stop at the kernels in the llvm dialect, as compile lowers them",
+    ),
 }
-"""Flags `--NAME` that end the pipeline at a lowering stage: flag name -> (pipeline, help)."""
+"""Flags `--NAME` that end the pipeline at a lowering stage of the cpu backend's pipeline
+(`lowering/pipelines.py`): flag name -> (pipeline, help)."""
 
 OPTION_SEPARATOR = re.compile(r",(?=[\w-]+=)")
 
@@ -140,14 +145,15 @@ class PrependPass(argparse.Action):
 class OptimizedLLVMTarget(Target):
     """`-t llvm`: the LLVM IR of the module's kernels after O3 for this CPU, as graphopt.compile runs them.
 
-    A module still at graph level is lowered to kernels first (convert-graph-to-linalg).
+    A module still at graph level is lowered to kernels first (the CPU pipeline's `to-kernels`
+    and `kernels` stages), then all of it through the `llvm` stage (`lowering/pipelines.py`).
     """
 
     name = "llvm"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         if any(op.dialect_name() == Graph.name for op in module.walk()):
-            ConvertGraphToLinalgPass().apply(ctx, module)
+            CPU.apply(module, "to-kernels", "kernels")
         output.write(optimized_llvm_ir(module, ALIGNMENT))
 
 
@@ -155,8 +161,9 @@ class OptimizedLLVMTarget(Target):
 class PTXTarget(Target):
     """`-t ptx` (or `-t 'ptx{arch=sm_90}'`): the PTX of the module's CUDA kernels.
 
-    A module still at graph level is lowered to kernels first (convert-graph-to-cuda: every
-    compile-mode group and single op of @main not partitioned to another backend).
+    A module still at graph level is lowered to kernels first (the CUDA pipeline's `to-kernels`
+    stage, convert-graph-to-cuda: every compile-mode group and single op of @main not
+    partitioned to another backend), then its kernels through the `nvvm` stage.
     """
 
     name = "ptx"
@@ -165,7 +172,7 @@ class PTXTarget(Target):
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         if any(op.dialect_name() == Graph.name for op in module.walk()):
-            ConvertGraphToCudaPass().apply(ctx, module)
+            CUDA.apply(module, "to-kernels")
         output.write(ptx(module, self.arch))
 
 

@@ -5,6 +5,7 @@
     graph-run model.mlir --inputs inputs.npz -o out.npz --entry main
     graph-run model.mlir --backend reference          # the interpreter instead of graphopt.compile
     graph-run model.mlir --check --report             # compiled vs interpreter, and where each step ran
+    graph-run model.mlir --print-llvm                 # the LLVM IR compile JIT-compiled (as graph-opt -t llvm)
 
 An .npz supplies each argument by its name (`%x` -> "x"), else by position (arr_0, arr_1, ...).
 Random inputs are standard normal floats, small non-negative integers and fair booleans.
@@ -48,17 +49,20 @@ def run_module(
     backend: str = "cpu",
     fuse: bool = True,
     report: IO[str] | None = None,
+    llvm_ir: IO[str] | None = None,
 ) -> tuple[np.ndarray, ...]:
     """Execute function `entry` of `module` on `inputs`: the one place that picks how to run it.
 
     `backend` "cpu" runs `graphopt.compile(module, fuse=fuse)` (its report goes to `report`),
-    "reference" the interpreter.
+    "reference" the interpreter. The LLVM IR of the modules compile JIT-compiled goes to `llvm_ir`.
     """
     if backend == "reference":
         return graphopt.interpret(module, *inputs, entry=entry)
     executable = graphopt.compile(module, backends=(backend,), fuse=fuse, entry=entry)
     if report is not None:
         print(executable.report(), file=report)
+    if llvm_ir is not None:
+        llvm_ir.write("".join(executable.llvm_ir()))
     return executable(*inputs)
 
 
@@ -161,9 +165,16 @@ def parse_arguments(args: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--no-fuse", action="store_true", help="compile one kernel per op")
     parser.add_argument("--report", action="store_true", help="print the compile report: where each step runs and why")
+    parser.add_argument(
+        "--print-llvm", action="store_true",
+        help="print the LLVM IR that compile JIT-compiled (what graph-opt --fuse --partition=backends=cpu -t llvm prints), "
+        "instead of the results",
+    )
     options = parser.parse_args(args)
     if options.report and options.backend == "reference":
         parser.error("--report describes a compiled module; it needs the cpu backend")
+    if options.print_llvm and (options.backend == "reference" or options.check):
+        parser.error("--print-llvm shows a compiled module; it needs the cpu backend, without --check")
     return options
 
 
@@ -174,7 +185,10 @@ def main(args: Sequence[str] | None = None) -> None:
         func = entry_function(module, options.entry)
         inputs = load_inputs(func, options.inputs) if options.inputs else random_inputs(func, options.seed)
         report = sys.stdout if options.report else None
-        results = run_module(module, inputs, options.entry, options.backend, not options.no_fuse, report)
+        llvm_ir = sys.stdout if options.print_llvm else None
+        results = run_module(module, inputs, options.entry, options.backend, not options.no_fuse, report, llvm_ir)
+        if options.print_llvm:
+            return
         for i, result in enumerate(results):
             print(summarize(i, result))
         if options.output_file:

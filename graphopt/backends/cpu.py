@@ -1,11 +1,18 @@
 """The cpu backend: each group becomes one kernel through linalg, the llvm dialect and llvmlite.
 
-Kernels of one `compile` call are JIT-compiled together (one LLVM module). A large kernel that
-is row-parallel (`lowering/row_split.py`) also gets row-chunk variants and runs as up to
-`threads` chunks (at most one per usable core) at once on the process's native thread pool (`lowering/thread_pool.py`; each
-chunk starts at a multiple of the split's granule, so its arguments stay 16-byte aligned). Every
-kernel is one native function, split or not. A row-local kernel is marked `graph.row_local`, so
-its loop nests run row by row in one loop (`fuse-row-loops`).
+Each group is lowered to a kernel as convert-graph-to-linalg lowers it, under the same name
+(its group's, or `<kind>_<n>` for a single op); the kernels then run the `kernels` stage of
+`lowering/pipelines.py`'s CPU target (mark-row-local: a row-local kernel's loop nests run row
+by row in one loop, `fuse-row-loops`) and, in the JIT, its `llvm` stage. So at one thread
+`graph-opt --fuse --partition=backends=cpu -t llvm` prints the IR that `compile` JIT-compiles.
+Kernels of one `compile` call are JIT-compiled together (one LLVM module).
+
+A large kernel that is row-parallel (`lowering/row_split.py`) also gets row-chunk variants
+(`<name>_rows<N>`, made here, after the `kernels` stage: graph-opt does not show them) and
+runs as up to `threads` chunks (at most one per usable core) at once on the process's native
+thread pool (`lowering/thread_pool.py`; each chunk starts at a multiple of the split's
+granule, so its arguments stay 16-byte aligned). Every kernel is one native function, split
+or not.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import ctypes
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 
@@ -22,9 +29,9 @@ from graphopt.backends import Backend, Kernel, NativeEntry
 from graphopt.backends.costs import group_ops, group_work, machine
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy
-from graphopt.lowering.fuse_row_loops import ROW_LOCAL_ATTR, is_row_local
-from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, Group, Unsupported, lower_group, packed_matmuls
+from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, Group, Unsupported, kernel_sources, lower_group, packed_matmuls
 from graphopt.lowering.jit import ArgumentSpec, KernelArgumentError, aligned_array, compile_module
+from graphopt.lowering.pipelines import CPU
 from graphopt.lowering.row_split import RowSplit, row_chunk_kernel, row_split
 from graphopt.lowering.thread_pool import ChunkedEntries, ChunkedKernel, ThreadPool, usable_cores
 from graphopt.lowering.ukernels import declarations
@@ -65,12 +72,13 @@ class CpuBackend(Backend):
         # more chunks than cores run no faster, and the pool's spinning threads would wait on
         # each other for a core
         threads = min(threads, usable_cores())
-        plans = [
-            KernelPlan(self._lower(group, f"kernel_{i}"), threads if _worth_splitting(group) else 1)
-            for i, group in enumerate(groups)
-        ]
-        functions = [f for plan in plans for f in plan.functions()]
-        compiled = compile_module(ModuleOp(functions + declarations(functions)), alignment=ALIGNMENT)
+        kernels = [self._lower(group, name) for group, name in zip(groups, kernel_names(groups))]
+        module = CPU.apply(ModuleOp(kernels + declarations(kernels)), "kernels")
+        plans = [KernelPlan(kernel, threads if _worth_splitting(group) else 1) for kernel, group in zip(kernels, groups)]
+        if any(plan.chunks for plan in plans):
+            functions = [f.clone() for plan in plans for f in plan.functions()]
+            module = ModuleOp(functions + declarations(functions))
+        compiled = compile_module(module, alignment=ALIGNMENT)
         chunked = [plan.chunked(compiled) for plan in plans if plan.chunks]
         entries = ChunkedEntries(ThreadPool.of(threads), chunked) if chunked else None
         return [plan.bind(compiled, entries) for plan in plans]
@@ -94,6 +102,24 @@ class CpuBackend(Backend):
         return lower_group(group, name)
 
 
+def kernel_names(groups: Sequence[Operation]) -> list[str]:
+    """Each group's kernel name, as convert-graph-to-linalg names it in its function
+    (`kernel_sources`), made unique among `groups` with a suffix `_<n>` where two share one."""
+    names: dict[Operation, str] = {}
+    for function in dict.fromkeys(group.parent_op() for group in groups):
+        if isinstance(function, FuncOp) and function.body.blocks:
+            names.update(kernel_sources(function))
+    unique: list[str] = []
+    for group in groups:
+        name = names.get(group) or Group.of(group).name
+        candidate, n = name, 0
+        while candidate in unique:
+            n += 1
+            candidate = f"{name}_{n}"
+        unique.append(candidate)
+    return unique
+
+
 def _worth_splitting(group: Operation) -> bool:
     work = group_work(group)
     return max(work.flops, work.bytes // 4) >= PARALLEL_MIN_WORK
@@ -105,8 +131,6 @@ class KernelPlan:
     def __init__(self, kernel: FuncOp, threads: int):
         self.kernel = kernel
         self.name = kernel.sym_name.data
-        if is_row_local(kernel):
-            kernel.attributes[ROW_LOCAL_ATTR] = UnitAttr()  # its row loops merge (fuse-row-loops)
         self.constants = [
             aligned_array(dense_to_numpy(attrs.data[CONSTANT_ARG_ATTR]), alignment=ALIGNMENT)
             for attrs in (kernel.arg_attrs.data if kernel.arg_attrs else [])
@@ -146,6 +170,8 @@ class CpuKernel:
 
     def __init__(self, address: int, arguments: int, constants, split: RowSplit | None, chunks, owners):
         self.owners = owners  # keep the machine code of the kernel, its chunks and its entry alive
+        self.llvm_ir = owners[0].llvm_ir
+        """The LLVM IR (after O3) of the module JIT-compiled with this kernel."""
         self.constants = constants
         self.split = split
         self.chunks = chunks

@@ -4,7 +4,7 @@
 
 // RUN: graph-opt %s --split-input-file -p convert-linalg-to-loops,fuse-row-loops | filecheck %s
 
-// Softmax (as convert-graph-to-linalg writes it, marked row-local by the cpu backend):
+// Softmax (as convert-graph-to-linalg writes it, marked row-local by mark-row-local):
 // row max, row sum of exp, normalize, all in one loop over the rows.
 // CHECK-LABEL: func.func @softmax_0
 // CHECK:         %[[MAX:[0-9]+]] = memref.alloc() : memref<3xf32>

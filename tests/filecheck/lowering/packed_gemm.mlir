@@ -1,7 +1,7 @@
 // A matmul whose b is an f32 constant calls the packed GEMM ukernel on b's panels (packed at
 // compile time), and the module declares the ukernel; other matmuls stay linalg loops.
 
-// RUN: graph-opt %s --split-input-file --fuse --lower-to-linalg | filecheck %s
+// RUN: graph-opt %s --split-input-file --fuse -p convert-graph-to-linalg | filecheck %s
 
 // b (3x70, a constant fusion copies into the group) packs into one 64-column panel and one
 // 16-column edge panel: 3 x 80 floats, a constant argument after the inputs.

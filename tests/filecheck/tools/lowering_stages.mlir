@@ -1,4 +1,5 @@
-// --lower-to-linalg and --lower-to-llvm end the pipeline at a lowering stage (after --fuse and -p);
+// --lower-to-linalg and --lower-to-llvm end the pipeline at a lowering stage (after --fuse and -p)
+// of the cpu backend's pipeline (lowering/pipelines.py: row-local kernels are marked as compile marks them);
 // -t llvm prints the kernels' LLVM IR after O3, lowering a graph-level module to kernels first.
 
 // RUN: graph-opt %s --fuse --lower-to-linalg | filecheck %s --check-prefix=LINALG
@@ -16,7 +17,7 @@ func.func @main(%a: tensor<4x1024xf32>, %b: tensor<1024xf32>) -> tensor<4x1024xf
 }
 
 // LINALG:      builtin.module {
-// LINALG-NEXT:   func.func @fused_add_relu_0(%0: memref<4x1024xf32>, %1: memref<1024xf32>, %2: memref<4x1024xf32>) attributes {graph.kernel} {
+// LINALG-NEXT:   func.func @fused_add_relu_0(%0: memref<4x1024xf32>, %1: memref<1024xf32>, %2: memref<4x1024xf32>) attributes {graph.kernel, graph.row_local} {
 // LINALG-NEXT:     linalg.generic
 // LINALG:            arith.addf
 // LINALG:            arith.maximumf

@@ -1,0 +1,96 @@
+"""The pass pipelines graphopt.compile runs for each backend, declared once.
+
+Each stage is xDSL pass-pipeline text, the text `graph-opt -p` takes, parsed against xDSL's
+and graphopt's lowering passes (which graph-opt registers too). The cpu backend, the JIT, the cuda backend's PTX and graph-opt's
+`--lower-to-linalg`, `--lower-to-llvm`, `-t llvm` and `-t ptx` all run these stages:
+
+    CPU.spec("to-kernels", "kernels")         # "convert-graph-to-linalg,mark-row-local"
+    CPU.apply(module, "llvm", alignment=16)   # kernels -> llvm dialect, in place
+
+CPU stages: `to-kernels` (@main's groups -> one func.func per group on memrefs, linalg),
+`kernels` (what the cpu backend adds to the kernels), `llvm` (-> llvm dialect; `alignment`:
+bytes promised for kernel pointer arguments). The cpu backend lowers the groups it is given
+one by one, as `to-kernels` does for @main's, then runs `kernels` and `llvm`. (Its row-chunk
+variants for threads > 1 are not a stage yet: the backend makes them after `kernels`.)
+CUDA stages: `to-kernels` (-> cuda kernels and host launchers), `nvvm` (the device kernels
+-> llvm dialect with NVVM intrinsics).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import PassPipeline
+from xdsl.transforms import get_all_passes as get_xdsl_passes
+
+from graphopt.lowering import get_all_passes
+
+
+@dataclass(frozen=True)
+class Target:
+    """A backend's lowering: named stages of pass-pipeline text (with `{option}` fields)."""
+
+    name: str
+    stages: dict[str, str]
+
+    def spec(self, *stages: str, **options: object) -> str:
+        """The pipeline text of `stages`, in the order given, with `options` filled in."""
+        return ",".join(self.stages[stage].format(**options) for stage in stages)
+
+    def pipeline(self, *stages: str, **options: object) -> PassPipeline:
+        return parsed_pipeline(self.spec(*stages, **options))
+
+    def apply(self, module: ModuleOp, *stages: str, **options: object) -> ModuleOp:
+        """Run `stages` on `module`, in place, and verify it."""
+        self.pipeline(*stages, **options).apply(Context(), module)
+        module.verify()
+        return module
+
+
+@functools.cache
+def parsed_pipeline(spec: str) -> PassPipeline:
+    """`spec` parsed against xDSL's and graphopt's lowering passes (passes are immutable: shared)."""
+    return PassPipeline.parse_spec({**get_xdsl_passes(), **get_all_passes()}, spec)
+
+
+CPU = Target(
+    "cpu",
+    {
+        "to-kernels": "convert-graph-to-linalg",
+        "kernels": "mark-row-local",
+        "llvm": ",".join([
+            "linalg-generalize-named-ops",
+            "convert-linalg-to-loops",
+            "fuse-row-loops",
+            "lower-affine",
+            "convert-scf-to-cf",
+            "convert-arith-to-llvm",
+            "convert-math-to-llvm",
+            "convert-memref-to-llvm",
+            "convert-func-to-llvm{{alignment={alignment}}}",
+            "convert-cf-to-llvm",
+            "reconcile-unrealized-casts",
+        ]),
+    },
+)
+
+CUDA = Target(
+    "cuda",
+    {
+        "to-kernels": "convert-graph-to-cuda",
+        "nvvm": ",".join([
+            "lower-affine",
+            "convert-scf-to-cf",
+            "convert-arith-to-llvm",
+            "convert-math-to-llvm",
+            "convert-memref-to-llvm",
+            "convert-cuda-to-nvvm",
+            "convert-func-to-llvm",
+            "convert-cf-to-llvm",
+            "reconcile-unrealized-casts",
+        ]),
+    },
+)

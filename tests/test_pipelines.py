@@ -1,0 +1,66 @@
+"""lowering/pipelines.py: the stages are pass-pipeline text that graph-opt runs, and compile runs
+exactly what `graph-opt --fuse --partition -t llvm` prints, for every shipped example."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import ModuleOp
+
+import graphopt
+from graphopt.backends import get_backend
+from graphopt.backends.cpu import kernel_names
+from graphopt.builder import GraphBuilder
+from graphopt.compiler import ALIGNMENT
+from graphopt.lowering.pipelines import CPU, CUDA
+from graphopt.parsing import parse_text
+from graphopt.tools import graph_opt
+
+EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.mlir"))
+
+
+def test_stages_are_graph_opt_pipeline_text():
+    llvm = CPU.spec("llvm", alignment=16)
+    assert llvm.startswith("linalg-generalize-named-ops,convert-linalg-to-loops,fuse-row-loops,")
+    assert "convert-func-to-llvm{alignment=16}" in llvm
+    assert [p.name for p in CPU.pipeline("kernels").passes] == ["mark-row-local"]
+    assert [p.alignment for p in CPU.pipeline("llvm", alignment=32).passes if p.name == "convert-func-to-llvm"] == [32]
+    assert CUDA.pipeline("to-kernels", "nvvm").passes[-1].name == "reconcile-unrealized-casts"
+    tool = graph_opt.GraphOptMain(["--lower-to-llvm"])
+    assert tool.args.passes == CPU.spec("to-kernels", "kernels", "llvm", alignment=ALIGNMENT)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_compile_runs_what_graph_opt_prints(example: Path, tmp_path: Path):
+    printed = tmp_path / "opt.ll"
+    graph_opt.main([str(example), "--fuse", "--partition=backends=cpu", "-t", "llvm", "-o", str(printed)])
+    executable = graphopt.compile(parse_text(example.read_text()), backends=("cpu",), threads=1)
+    assert executable.llvm_ir() == [printed.read_text()]
+
+
+def test_kernels_are_named_as_graph_opt_names_them():
+    b = GraphBuilder()
+    x = b.input("x", (4, 8))
+    module = b.finish(b.relu(b.exp(x)))
+    executable = graphopt.compile(module, backends=("cpu",), fuse=False, threads=1)
+    (ir,) = executable.llvm_ir()
+    assert "define void @exp_0(" in ir and "define void @relu_1(" in ir
+
+
+def test_kernel_names_are_unique_in_one_compile():
+    groups = []
+    for _ in range(2):  # two modules, each a group named "epilogue"
+        module = parse_text(
+            "func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {\n"
+            '  %0 = graph.fused(%x) {name = "epilogue", mode = "compile"} : (tensor<4x8xf32>) -> tensor<4x8xf32> {\n'
+            "  ^bb0(%a: tensor<4x8xf32>):\n    %1 = graph.relu %a : tensor<4x8xf32>\n    graph.yield %1 : tensor<4x8xf32>\n  }\n"
+            "  func.return %0 : tensor<4x8xf32>\n}\n"
+        )
+        groups.append(module.body.block.first_op.body.block.first_op)
+    assert kernel_names(groups) == ["epilogue", "epilogue_1"]
+    kernels = get_backend("cpu").compile(groups, threads=1)
+    x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)
+    for kernel in kernels:
+        out = np.empty_like(x)
+        kernel([x], [out])
+        np.testing.assert_array_equal(out, np.maximum(x, 0))
