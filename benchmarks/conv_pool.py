@@ -25,7 +25,7 @@ from xdsl.dialects.func import FuncOp
 import graphopt
 from graphopt.backends import get_backend
 from graphopt.dialects import graph
-from graphopt.lowering.jit import aligned_array, aligned_empty
+from graphopt.runtime.arrays import aligned_array, aligned_empty
 
 from timing import interleaved_medians
 

@@ -17,7 +17,7 @@ import numpy as np
 import graphopt
 from graphopt.builder import GraphBuilder
 from graphopt.lowering import direct_conv
-from graphopt.lowering.jit import aligned_array, aligned_empty
+from graphopt.runtime.arrays import aligned_array, aligned_empty
 
 from timing import checked_rates, main_over_shapes
 

@@ -10,7 +10,8 @@ import time
 
 import numpy as np
 from timing import median_seconds
-from graphopt.lowering.jit import aligned_array, aligned_empty, compile_kernel
+from graphopt.runtime.arrays import aligned_array, aligned_empty
+from graphopt.runtime.jit import compile_kernel
 
 N = 2**24
 

@@ -41,13 +41,11 @@ from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.errors import GraphoptError
 from graphopt.interpreter import check_arguments
 from graphopt.lowering.graph_to_linalg import single_op_kernel_name
-from graphopt.lowering.jit import CallSequence, NativeCall, aligned_array, aligned_empty
 from graphopt.parsing import make_context
+from graphopt.runtime.arrays import ALIGNMENT, aligned_array, aligned_empty
+from graphopt.runtime.jit import CallSequence, NativeCall
 from graphopt.transforms.fuse import FusePass
 from graphopt.transforms.partition import PartitionPass
-
-ALIGNMENT = 16
-"""Arrays handed to kernels are C-contiguous and 16-byte aligned (NumPy's allocator gives it)."""
 
 
 @dataclass

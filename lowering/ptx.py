@@ -21,7 +21,7 @@ from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import ModuleOp
 
 from graphopt.dialects import cuda
-from graphopt.lowering.jit import optimize
+from graphopt.lowering.llvm_module import optimize
 from graphopt.lowering.pipelines import CUDA
 
 NVPTX_TRIPLE = "nvptx64-nvidia-cuda"

@@ -23,7 +23,7 @@ from graphopt import GraphBuilder
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import NUMPY_DTYPES
 from graphopt.dialects.graph import GRAPH_OPS, GraphOp
-from graphopt.lowering.jit import aligned_empty
+from graphopt.runtime.arrays import aligned_empty
 from graphopt.parsing import make_context
 from graphopt.tools.graph_run import random_inputs
 from graphopt.transforms.fuse import FusePass

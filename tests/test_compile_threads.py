@@ -13,7 +13,7 @@ from graphopt.backends import cpu
 from graphopt.builder import GraphBuilder
 from graphopt.lowering.graph_to_linalg import lower_group
 from graphopt.lowering.row_split import row_split
-from graphopt.lowering.thread_pool import usable_cores
+from graphopt.runtime.thread_pool import usable_cores
 from graphopt.parsing import make_context
 
 

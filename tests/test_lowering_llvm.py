@@ -4,16 +4,9 @@ import math
 
 import numpy as np
 import pytest
-from graphopt.lowering.jit import (
-    CallSequence,
-    KernelArgumentError,
-    NativeCall,
-    aligned_array,
-    aligned_empty,
-    compile_kernel,
-    compile_module,
-    optimized_llvm_ir,
-)
+from graphopt.lowering.llvm_module import optimized_llvm_ir
+from graphopt.runtime.arrays import aligned_array, aligned_empty
+from graphopt.runtime.jit import CallSequence, KernelArgumentError, NativeCall, compile_kernel, compile_module
 
 rng = np.random.default_rng(0)
 F32 = {"rtol": 1e-5, "atol": 1e-6}

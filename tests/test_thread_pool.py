@@ -11,8 +11,8 @@ import time
 import numpy as np
 import pytest
 
-from graphopt.lowering.jit import native_module
-from graphopt.lowering.thread_pool import SLEEPERS, ChunkedEntries, ChunkedKernel, ThreadPool
+from graphopt.runtime.jit import native_module
+from graphopt.runtime.thread_pool import SLEEPERS, ChunkedEntries, ChunkedKernel, ThreadPool
 
 MARK_IR = """
 declare i64 @pthread_self()

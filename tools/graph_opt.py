@@ -44,16 +44,16 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseE
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from graphopt.compiler import ALIGNMENT
-from graphopt.dialects.cuda import Cuda
 from graphopt.dialects import graph
+from graphopt.dialects.cuda import Cuda
 from graphopt.dialects.graph import Graph
 from graphopt.errors import GraphoptError
 from graphopt.lowering import get_all_passes as get_lowering_passes
-from graphopt.lowering.jit import optimized_llvm_ir
+from graphopt.lowering.llvm_module import optimized_llvm_ir
 from graphopt.lowering.pipelines import CPU, CUDA
 from graphopt.lowering.ptx import DEFAULT_ARCH, ptx
 from graphopt.parsing import LocatedParser, decode_source, format_parse_error, verify_located
+from graphopt.runtime.arrays import ALIGNMENT
 from graphopt.transforms import get_all_passes
 from graphopt.transforms.partition import Dataflow, PartitionPass
 

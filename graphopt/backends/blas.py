@@ -38,7 +38,7 @@ from graphopt.backends.costs import machine, values_bytes
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.dialects.graph import Category, category_of
-from graphopt.lowering.jit import aligned_array
+from graphopt.runtime.arrays import aligned_array
 
 ANCHORS = (graph.MatmulOp, graph.Conv2dOp)
 BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))

@@ -30,14 +30,12 @@ from graphopt.backends.costs import group_ops, group_work, machine
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy
 from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, Group, Unsupported, kernel_sources, lower_group, packed_matmuls
-from graphopt.lowering.jit import ArgumentSpec, KernelArgumentError, aligned_array, compile_module
 from graphopt.lowering.pipelines import CPU
 from graphopt.lowering.row_split import RowSplit, row_chunk_kernel, row_split
-from graphopt.lowering.thread_pool import ChunkedEntries, ChunkedKernel, ThreadPool, usable_cores
 from graphopt.lowering.ukernels import declarations
-
-ALIGNMENT = 16
-"""Kernel arguments are assumed 16-byte aligned: what NumPy's allocator gives every array."""
+from graphopt.runtime.arrays import ALIGNMENT, aligned_array
+from graphopt.runtime.jit import ArgumentSpec, KernelArgumentError, compile_module
+from graphopt.runtime.thread_pool import ChunkedEntries, ChunkedKernel, ThreadPool, usable_cores
 
 PARALLEL_MIN_WORK = 1 << 17
 """Kernels doing less (flops, or 4-byte elements moved) run on one thread: splitting them

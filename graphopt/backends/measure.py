@@ -39,8 +39,8 @@ from xdsl.printer import Printer
 from graphopt.backends import Backend, Kernel, get_backend
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
-from graphopt.lowering.jit import aligned_array, aligned_empty
-from graphopt.lowering.thread_pool import usable_cores
+from graphopt.runtime.arrays import aligned_array, aligned_empty
+from graphopt.runtime.thread_pool import usable_cores
 
 FORMAT_VERSION = 1
 REPEAT = 10

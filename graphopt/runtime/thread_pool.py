@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphopt.lowering.jit import native_module
+from graphopt.runtime.jit import native_module
 
 SPIN_ROUNDS = 1 << 14
 """Pauses a worker spins for a next job before it sleeps (0.45 ms on this machine's Zen 4)."""

@@ -1,13 +1,12 @@
-"""The CPU JIT: kernel modules -> llvm dialect (the `llvm` stage of `pipelines.CPU`) -> LLVM IR -> O3 for the host CPU -> MCJIT.
+"""The CPU JIT: kernel modules -> optimized LLVM IR (`lowering/llvm_module.py`) -> MCJIT, and the
+calls into the machine code.
 
     kernels = compile_module(module)               # module: ModuleOp or MLIR text of func kernels
     kernels["fused_add_relu_0"](a, b, out)         # NumPy arrays, passed by pointer, no copies
-    print(optimized_llvm_ir(module))
 
 A kernel checks its arguments (dtype, shape, C-contiguity, alignment, written buffers that
 overlap others) and raises `KernelArgumentError`. Compiled modules are cached for the process
-by their printed IR, so an identical kernel compiles once. Declarations marked `graph.ukernel`
-get their bodies from the ukernel's generator (`ukernels.ukernel_ir`), linked in before O3.
+by their printed IR, so an identical kernel compiles once.
 
 A `CallSequence` is one native function that calls several compiled kernels in a
 row, reading their array addresses from a table, so a runtime crosses from Python into native
@@ -26,9 +25,6 @@ from types import MappingProxyType
 
 import llvmlite.binding as llvm_binding
 import numpy as np
-from graphopt.lowering.ukernels import UKERNEL_ATTR, ukernel_ir
-from graphopt.lowering.pipelines import CPU
-from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -48,6 +44,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, BlockArgument, OpResult, SSAValue
 
+from graphopt.lowering.llvm_module import host_target_machine, optimized_llvm_module
 from graphopt.parsing import parse_text
 
 
@@ -131,7 +128,7 @@ class Kernel:
         address = arg.ctypes.data
         if self.alignment and address % self.alignment:
             raise KernelArgumentError(
-                f"{where}: array data is not {self.alignment}-byte aligned (allocate with graphopt.lowering.jit.aligned_empty)"
+                f"{where}: array data is not {self.alignment}-byte aligned (allocate with graphopt.runtime.arrays.aligned_empty)"
             )
         if index in self.written:
             if not arg.flags.writeable:
@@ -143,46 +140,6 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"Kernel({self.name}: {', '.join(map(str, self.arguments))})"
-
-
-def aligned_empty(shape: tuple[int, ...] | int, dtype=np.float32, alignment: int = 64) -> np.ndarray:
-    """An uninitialized C-contiguous array whose data starts on an `alignment`-byte boundary."""
-    dtype = np.dtype(dtype)
-    count = int(np.prod(shape))
-    buffer = np.empty(count * dtype.itemsize + alignment, dtype=np.uint8)
-    start = -buffer.ctypes.data % alignment
-    return buffer[start : start + count * dtype.itemsize].view(dtype).reshape(shape)
-
-
-def aligned_array(values, dtype=None, alignment: int = 64) -> np.ndarray:
-    """A copy of `values` in a C-contiguous, `alignment`-byte aligned array."""
-    values = np.asarray(values, dtype=dtype)
-    result = aligned_empty(values.shape, values.dtype, alignment)
-    result[...] = values
-    return result
-
-
-def host_target_machine() -> llvm_binding.TargetMachine:
-    """A target machine for this CPU (its name and features), at O3, for JIT use."""
-    llvm_binding.initialize_native_target()
-    llvm_binding.initialize_native_asmprinter()
-    target = llvm_binding.Target.from_triple(llvm_binding.get_process_triple())
-    return target.create_target_machine(
-        cpu=llvm_binding.get_host_cpu_name(),
-        features=llvm_binding.get_host_cpu_features().flatten(),
-        opt=3,
-        jit=True,
-    )
-
-
-def optimize(llvm_module: llvm_binding.ModuleRef, target_machine: llvm_binding.TargetMachine) -> None:
-    """Run LLVM's O3 pipeline (with loop and SLP vectorization) for the target, in place."""
-    tuning = llvm_binding.create_pipeline_tuning_options(speed_level=3)
-    tuning.loop_vectorization = True
-    tuning.slp_vectorization = True
-    tuning.loop_unrolling = True
-    pass_builder = llvm_binding.create_pass_builder(target_machine, tuning)
-    pass_builder.getModulePassManager().run(llvm_module, pass_builder)
 
 
 def written_arguments(function: llvm.FuncOp) -> frozenset[int]:
@@ -209,16 +166,8 @@ class CompiledModule(Mapping[str, Kernel]):
 
     def __init__(self, module: ModuleOp, alignment: int):
         signatures = {op.sym_name.data: op.function_type for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks}
-        ukernels = [op for op in module.ops if isinstance(op, func.FuncOp) and UKERNEL_ATTR in op.attributes]
-        lowered = CPU.apply(module.clone(), "llvm", alignment=alignment)
         target_machine = host_target_machine()
-        ir_module = convert_module(lowered, fallback_target_triple=target_machine.triple)
-        ir_module.data_layout = str(target_machine.target_data)
-        llvm_module = llvm_binding.parse_assembly(str(ir_module))
-        for ukernel in ukernels:
-            llvm_module.link_in(llvm_binding.parse_assembly(ukernel_ir(ukernel.sym_name.data, ukernel.function_type.inputs.data)))
-        llvm_module.verify()
-        optimize(llvm_module, target_machine)
+        llvm_module, lowered = optimized_llvm_module(module, alignment, target_machine)
         self.llvm_ir = str(llvm_module)
         self._engine = llvm_binding.create_mcjit_compiler(llvm_module, target_machine)
         self._engine.finalize_object()
@@ -291,11 +240,6 @@ def compile_kernel(module: ModuleOp | str, name: str | None = None, alignment: i
             raise KeyError(f"the module has {len(kernels)} functions ({', '.join(kernels)}); name one")
         (name,) = kernels
     return kernels[name]
-
-
-def optimized_llvm_ir(module: ModuleOp | str, alignment: int = 64) -> str:
-    """The LLVM IR of a kernel module after O3 for the host CPU (what `compile_module` runs)."""
-    return compile_module(module, alignment).llvm_ir
 
 
 @dataclass(frozen=True)

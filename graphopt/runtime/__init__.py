@@ -1,0 +1,9 @@
+"""The runtime: what runs compiled code and owns its memory, apart from the IR.
+
+- `jit`: kernel modules compiled to machine code (MCJIT), kernels called on arrays, native call sequences;
+- `thread_pool`: the native thread pool that runs a kernel's row chunks;
+- `arrays`: aligned, C-contiguous arrays as kernels take them.
+
+The runtime never rewrites IR and knows no backend; the lowering it compiles comes from
+`graphopt.lowering`.
+"""
