@@ -6,18 +6,18 @@
     (y,) = exe(x)                                         # NumPy arrays in, fresh arrays out
     print(exe.report())                                   # one line per step: where and how it runs
 
-The plan is a list of steps in @main's order: each `graph.fused` group, and each op left
-outside any group, runs as one kernel of a backend (`graphopt.backends`). A group whose
-`backend` attribute is set (by the partition pass) runs there; any other step runs on the
-first of `backends` that supports it, else on the reference interpreter, and `report()`
-says why. Constants are materialized once at compile time. Intermediate buffers are planned
-at compile time (a buffer is reused once the last step reading its value has run) and
-allocated once per calling thread, so calls from several threads are safe. Consecutive
-steps whose kernels are native functions (`NativeEntry`: the cpu backend's) run as one
-generated native function that calls them in turn, reading array addresses from the calling
-thread's table: a whole cpu-only module is one call from Python. `threads`
-(default: the GRAPHOPT_THREADS environment variable, else the number of CPUs) is how many
-threads a backend may use for one kernel.
+compile runs the pipeline `fuse,partition` (graph-opt --fuse --partition; with `fuse=False`
+partition alone, greedy, so each op is a group of its own). The plan is then a list of steps in
+@main's order: each `graph.fused` group runs as one kernel of the backend that partitioning put
+it on (its `backend` attribute), and `report()` says why a step is not on the first backend
+asked for (its `graph.placement_reason`). The Executable decides no placement. Constants are
+materialized once at compile time. Intermediate buffers are planned at compile time (a buffer
+is reused once the last step reading its value has run) and allocated once per calling thread,
+so calls from several threads are safe. Consecutive steps whose kernels are native functions
+(`NativeEntry`: the cpu backend's) run as one generated native function that calls them in
+turn, reading array addresses from the calling thread's table: a whole cpu-only module is one
+call from Python. `threads` (default: the GRAPHOPT_THREADS environment variable, else the
+number of CPUs) is how many threads a backend may use for one kernel.
 """
 
 from __future__ import annotations
@@ -30,22 +30,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
+from xdsl.utils.exceptions import PassFailedException
 
 from graphopt.backends import Kernel, NativeEntry, get_backend
 from graphopt.backends.measure import default_threads
+from graphopt.backends.targets import RegistryPartitionPass
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.errors import GraphoptError
 from graphopt.interpreter import check_arguments
-from graphopt.lowering.graph_to_linalg import single_op_kernel_name
 from graphopt.parsing import make_context
 from graphopt.runtime.arrays import ALIGNMENT, aligned_array, aligned_empty
 from graphopt.runtime.jit import CallSequence, NativeCall
 from graphopt.transforms.fuse import FusePass
-from graphopt.transforms.partition import PartitionPass
+from graphopt.transforms.partition import PLACEMENT_REASON
 
 
 @dataclass
@@ -76,10 +77,11 @@ def compile(
 ) -> Executable:
     """Compile `module`'s `entry` function; see the module docstring.
 
-    With `fuse`, fusion then the partition pass place groups on `backends`: `search` "greedy"
+    Fusion (with `fuse`) then the partition pass place groups on `backends`: `search` "greedy"
     (the first backend accepting a group) or "cost" (the cheapest cover, by each backend's
     estimate, or with `measure` by timings cached in `cost_cache`, by default graphopt's
-    user cache file; see `graphopt.backends.measure`).
+    user cache file; see `graphopt.backends.measure`). Without `fuse` the search is greedy:
+    each op stays a kernel of its own.
     """
     for name in backends:
         get_backend(name)
@@ -88,20 +90,23 @@ def compile(
     if threads < 1:
         raise GraphoptError(f"threads must be at least 1, got {threads}")
     module = module.clone()
-    if fuse:
-        FusePass().apply(make_context(), module)
-        partition = PartitionPass(backends=tuple(backends), search=search, measure=measure,
-                                  cache=os.fspath(cost_cache or ""), threads=threads)
-        partition.apply(make_context(), module)
-    return Executable(module, entry, list(backends), threads)
+    passes = [FusePass()] if fuse else []
+    passes.append(RegistryPartitionPass(backends=tuple(backends), search=search if fuse else "greedy", measure=measure,
+                                        cache=os.fspath(cost_cache or ""), threads=threads))
+    ctx = make_context()
+    for graph_pass in passes:
+        try:
+            graph_pass.apply(ctx, module)
+        except PassFailedException as e:
+            raise GraphoptError(str(e)) from None
+    return Executable(module, entry, threads)
 
 
 class Executable:
     """A compiled module: call it with NumPy arrays, one per argument of the entry function."""
 
-    def __init__(self, module: ModuleOp, entry: str, backends: list[str], threads: int = 1):
+    def __init__(self, module: ModuleOp, entry: str, threads: int = 1):
         self.module = module
-        self.backends = backends
         self.threads = threads
         self.function = _entry_function(module, entry)
         self.constants: dict[SSAValue, np.ndarray] = {}
@@ -126,24 +131,14 @@ class Executable:
 
     # -- planning ------------------------------------------------------------------------
 
-    def _step(self, op: Operation) -> Step:
-        if isinstance(op, graph.FusedOp):
-            name = op.group_name.data
-        else:
-            name = single_op_kernel_name(op, sum(not isinstance(s.op, graph.FusedOp) for s in self.steps))
-        step = Step(name, op, list(op.operands), list(op.results), "reference")
-        pinned = op.backend.data if isinstance(op, graph.FusedOp) and op.backend is not None else None
-        reasons = []
-        for backend in [pinned] if pinned else self.backends:
-            reason = get_backend(backend).supports(op)
-            if reason is None:
-                step.backend = backend
-                break
-            reasons.append(f"{backend}: {reason}")
-        if pinned and reasons:
-            raise GraphoptError(f"group '{name}' is placed on backend {pinned!r}, which refuses it: {reasons[0]}")
-        step.reason = "; ".join(reasons) or None
-        return step
+    @staticmethod
+    def _step(op: Operation) -> Step:
+        """The step of a group placed by partitioning."""
+        if not (isinstance(op, graph.FusedOp) and op.backend is not None):
+            raise GraphoptError(f"internal error: {op.name} in @main is not a group placed on a backend (run the partition pass)")
+        reason = op.attributes.get(PLACEMENT_REASON)
+        return Step(op.group_name.data, op, list(op.operands), list(op.results), op.backend.data,
+                    reason.data if isinstance(reason, StringAttr) else None)
 
     def _compile_kernels(self) -> None:
         """Compile each backend's steps together."""

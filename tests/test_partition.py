@@ -3,6 +3,7 @@ interpreter, and the picture graph-opt draws of the groups (`-t dot`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 import shutil
@@ -20,8 +21,11 @@ from graphopt.parsing import make_context
 from graphopt.tools import graph_opt
 from graphopt.tools.graph_opt import BACKEND_COLOURS
 from graphopt.tools.graph_run import random_inputs
+from graphopt.backends.targets import RegistryPartitionPass
+from graphopt.compiler import Executable
+from graphopt.errors import GraphoptError
 from graphopt.transforms.fuse import FusePass
-from graphopt.transforms.partition import Candidate, PartitionPass, search
+from graphopt.transforms.partition import PLACEMENT_REASON, Candidate, PartitionPass, search
 
 EXAMPLES = sorted((Path(__file__).parents[1] / "examples").glob("*.mlir"))
 CHAIN = [[], [0], [1]]
@@ -106,7 +110,7 @@ def top_level_ops(module: ModuleOp) -> list:
 def test_every_op_ends_in_a_placed_group(path: Path, search_mode: str):
     module = graphopt.parse(path)
     FusePass().apply(make_context(), module)
-    PartitionPass(search=search_mode).apply(make_context(), module)
+    RegistryPartitionPass(search=search_mode).apply(make_context(), module)
     module.verify()
     for op in top_level_ops(module):
         assert isinstance(op, graph.FusedOp) and op.backend is not None, op.name
@@ -116,7 +120,7 @@ def test_cost_search_merges_touching_kernels_of_one_backend():
     # With max-depth=1 every candidate is one op; merging makes one cpu kernel of the chain.
     b = GraphBuilder()
     module = b.finish(b.relu(b.exp(b.neg(b.input("x", (8,))))))
-    PartitionPass(backends=("cpu",), search="cost", max_depth=1).apply(make_context(), module)
+    RegistryPartitionPass(backends=("cpu",), search="cost", max_depth=1).apply(make_context(), module)
     (group,) = top_level_ops(module)
     assert (group.group_name.data, group.backend.data) == ("fused_neg_exp_relu_0", "cpu")
 
@@ -180,3 +184,60 @@ def test_rendering_without_graphviz_says_so(mlp_file: Path, tmp_path: Path, monk
     with pytest.raises(SystemExit):
         graph_opt.main([str(mlp_file), "-t", "dot", "-o", str(tmp_path / "mlp.svg")])
     assert "needs Graphviz's `dot` on PATH" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------
+# The pass knows backends only through the targets its caller hands it
+# ----------------------------------------------------------------------------------------
+
+
+class ExpOnlyTargets:
+    """Two made-up backends: "fast" runs groups without an exp, "slow" runs anything."""
+
+    fallback = "slow"
+    defaults = ("fast",)
+    launch_cost = 1e-6
+
+    def names(self):
+        return ["fast", "slow"]
+
+    def supports(self, backend, group):
+        ops = group.body.block.ops if isinstance(group, graph.FusedOp) else [group]
+        if backend == "fast" and any(isinstance(op, graph.ExpOp) for op in ops):
+            return "no exp here"
+        return None
+
+    def costs(self, pairs):
+        return [1e-3 if backend == "slow" else 1e-4 for backend, _ in pairs]
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpOnlyPartitionPass(PartitionPass):
+    def targets(self):
+        return ExpOnlyTargets()
+
+
+def exp_then_neg() -> ModuleOp:
+    b = GraphBuilder()
+    x = b.input("x", (4,))
+    return b.finish(b.neg(b.exp(x)))
+
+
+@pytest.mark.parametrize("search_mode", ["greedy", "cost"])
+def test_the_pass_places_on_the_targets_it_is_handed(search_mode):
+    module = exp_then_neg()
+    ExpOnlyPartitionPass(search=search_mode).apply(make_context(), module)
+    groups = [op for op in module.walk() if isinstance(op, graph.FusedOp)]
+    placed = {g.body.block.first_op.name: (g.backend.data, g.attributes.get(PLACEMENT_REASON)) for g in groups}
+    assert placed["graph.exp"][0] == "slow" and placed["graph.exp"][1].data == "fast: no exp here"
+    assert placed["graph.neg"] == ("fast", None)
+
+
+def test_the_pass_without_targets_says_so():
+    with pytest.raises(Exception, match="no backends were handed to the pass"):
+        PartitionPass().apply(make_context(), exp_then_neg())
+
+
+def test_the_executable_places_nothing_itself():
+    with pytest.raises(GraphoptError, match="not a group placed on a backend"):
+        Executable(exp_then_neg(), "main")

@@ -44,6 +44,7 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseE
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from graphopt.backends.targets import RegistryPartitionPass
 from graphopt.dialects import graph
 from graphopt.dialects.cuda import Cuda
 from graphopt.dialects.graph import Graph
@@ -129,7 +130,7 @@ def with_partition_report(pipeline: PassPipeline) -> PassPipeline:
     passes = [dataclasses.replace(p, report=True) if isinstance(p, PartitionPass) else p for p in pipeline.passes]
     if not any(isinstance(p, PartitionPass) for p in passes):
         graph_level = [i for i, p in enumerate(passes) if p.name in get_all_passes()]
-        passes.insert(graph_level[-1] + 1 if graph_level else 0, PartitionPass(report=True))
+        passes.insert(graph_level[-1] + 1 if graph_level else 0, RegistryPartitionPass(report=True))
     return dataclasses.replace(pipeline, passes=tuple(passes))
 
 
@@ -247,7 +248,8 @@ class GraphOptMain(xDSLOptMain):
 
     def register_all_passes(self):
         super().register_all_passes()
-        for pass_name, pass_factory in {**get_all_passes(), **get_lowering_passes()}.items():
+        passes = {**get_all_passes(), **get_lowering_passes(), PartitionPass.name: lambda: RegistryPartitionPass}
+        for pass_name, pass_factory in passes.items():
             self.register_pass(pass_name, pass_factory)
 
     def register_all_targets(self):

@@ -50,6 +50,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from graphopt.dialects import graph
 from graphopt.dialects.graph import Category, category_of
+from graphopt.transforms.subgraph import GroupNamer, sort_block_topologically, topological_order
 
 NO_FUSE = "graph.no_fuse"
 SMALL_CONSTANT_ELEMENTS = 64
@@ -275,7 +276,7 @@ class FusePass(ModulePass):
         if self.mode not in graph.FUSED_MODES:
             raise PassFailedException(f'fuse: mode must be "compile" or "fallback", got "{self.mode}"')
         patterns = self._patterns()
-        names = _GroupNamer(op)
+        names = GroupNamer(op)
         for func in op.walk():
             if isinstance(func, FuncOp) and func.body.blocks:
                 fusion = _BlockFusion(self, func.body.block, patterns)
@@ -467,7 +468,7 @@ class _BlockFusion:
 
     # -- rewriting -----------------------------------------------------------------------
 
-    def materialize(self, names: _GroupNamer) -> None:
+    def materialize(self, names: GroupNamer) -> None:
         """Replace each group of two or more ops by a graph.fused, then erase the originals."""
         g = self.graph
         groups = [grp for grp in g.groups() if len(grp.ops) > 1]
@@ -477,7 +478,8 @@ class _BlockFusion:
         replaced = [op for grp in groups for op in grp.ops] + list(absorbed)
         for op in sorted(replaced, key=g.position.__getitem__, reverse=True):
             Rewriter.erase_op(op)
-        _sort_topologically(self.block, g.position)
+        if not sort_block_topologically(self.block, g.position):
+            raise PassFailedException("fuse: internal error: the groups formed depend on each other in a cycle")
 
     def _absorbed_duplicables(self, grouped: set[Operation]) -> set[Operation]:
         """Cheap producers whose every user is grouped (or absorbed): erased after cloning."""
@@ -552,23 +554,12 @@ def _may_follow(producer: Category, consumer: Category, is_end: bool) -> bool:
 
 
 def _topological(g: FusionGraph, groups: list[Group]) -> list[Group]:
-    """Groups in dataflow order, ties broken by first op (Kahn's algorithm)."""
-    indegree = {grp: 0 for grp in groups}
-    successors = {grp: g.group_successors(grp) for grp in groups}
+    """Groups in dataflow order, ties broken by first op."""
+    producers: dict[Group, list[Group]] = {grp: [] for grp in groups}
     for grp in groups:
-        for s in successors[grp]:
-            indegree[s] += 1
-    order: list[Group] = []
-    ready = [grp for grp in groups if indegree[grp] == 0]
-    while ready:
-        ready.sort(key=lambda grp: g.position[grp.ops[0]], reverse=True)
-        grp = ready.pop()
-        order.append(grp)
-        for s in successors[grp]:
-            indegree[s] -= 1
-            if indegree[s] == 0:
-                ready.append(s)
-    return order
+        for successor in g.group_successors(grp):
+            producers[successor].append(grp)
+    return topological_order(groups, producers.__getitem__, rank=lambda grp: g.position[grp.ops[0]])
 
 
 def _post_dominators(g: FusionGraph, order: list[Group]) -> dict[Group, Group]:
@@ -597,54 +588,3 @@ def _common_post_dominator(a, b, ipdom, depth):
         else:
             b = ipdom[b]
     return a
-
-
-def _sort_topologically(block: Block, position: dict[Operation, int]) -> None:
-    """Reorder block ops so every value is defined before use, keeping the order otherwise."""
-    ops = list(block.ops)
-    body, terminator = ops[:-1], ops[-1]
-    produced_by = {r: op for op in body for r in op.results}
-    waiting_on = {op: {produced_by[v] for v in op.operands if v in produced_by} for op in body}
-    users: dict[Operation, list[Operation]] = {op: [] for op in body}
-    for op, producers in waiting_on.items():
-        for producer in producers:
-            users[producer].append(op)
-    rank = {op: position.get(op, i) for i, op in enumerate(body)}
-    ready = [op for op in body if not waiting_on[op]]
-    order: list[Operation] = []
-    while ready:
-        ready.sort(key=rank.__getitem__, reverse=True)
-        op = ready.pop()
-        order.append(op)
-        for user in users[op]:
-            waiting_on[user].discard(op)
-            if not waiting_on[user]:
-                ready.append(user)
-    if len(order) != len(body):
-        raise PassFailedException("fuse: internal error: the groups formed depend on each other in a cycle")
-    if order != body:
-        for op in body:
-            op.detach()
-        block.insert_ops_before(order, terminator)
-
-
-class _GroupNamer:
-    """Readable, unique group names: fused_<first op kinds>_<index>."""
-
-    MAX_KINDS = 4
-
-    def __init__(self, module: ModuleOp):
-        self.count = 0
-        self.taken = {o.group_name.data for o in module.walk() if isinstance(o, graph.FusedOp)}
-
-    def next(self, ops: list[Operation]) -> str:
-        kinds: list[str] = []
-        for op in ops:
-            kind = op.name.removeprefix("graph.")
-            if kind not in kinds:
-                kinds.append(kind)
-        while True:
-            name = f"fused_{'_'.join(kinds[: self.MAX_KINDS])}_{self.count}"
-            self.count += 1
-            if name not in self.taken:
-                return name

@@ -14,9 +14,12 @@ becomes, with `graph-opt --fuse --partition` (or `-p 'partition{backends="cpu,bl
 
 Every top-level graph op but constants (they are data) ends inside a `graph.fused` with a
 `backend`: a group kept whole keeps its name, an op left alone by fusion becomes a one-op group
-`<op>_<n>`. Backends are seen only through `supports`/`estimate` (`graphopt.backends`) and
-measured costs (`graphopt.backends.measure`); `reference` is the last resort for ops no listed
-backend accepts. An op with `graph.backend = "blas"` is pinned to that backend.
+`<op>_<n>`. A group not on the first backend asked for says why in `graph.placement_reason`
+(each earlier backend's refusal). Backends are known only through the `PlacementTargets` the
+caller hands to the pass (graphopt.compile and graph-opt hand it graphopt's registry): which
+exist, which accept a group and why not, what a group costs on each, the launch cost of a
+kernel, and the last resort for ops no listed backend accepts. An op with
+`graph.backend = "blas"` is pinned to that backend.
 
 - greedy: each group goes to the first backend (in `backends` order) that accepts it whole; a
   group none accepts whole is split, in dataflow order, into maximal accepted pieces.
@@ -34,6 +37,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
@@ -43,19 +47,38 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from graphopt.backends import backend_names, get_backend
-from graphopt.backends.measure import CostCache, measure_all
 from graphopt.dialects import graph
-from graphopt.lowering.graph_to_linalg import single_op_kernel_name
-from graphopt.transforms.fuse import _GroupNamer, _sort_topologically
+from graphopt.transforms.subgraph import GroupNamer, single_op_kernel_name, sort_block_topologically, topological_order
 
 PIN = "graph.backend"
 """Discardable attribute that pins an op to a backend: `graph.relu %x {graph.backend = "cpu"}`."""
-REFERENCE = "reference"
-"""The backend of last resort: accepts anything."""
+PLACEMENT_REASON = "graph.placement_reason"
+"""Discardable attribute of a group not on the first backend asked for: why each earlier one refused it."""
 SEARCHES = ("greedy", "cost")
-Costs = Callable[[Sequence[tuple[str, Operation]]], list[float]]
-"""Seconds of one run of each (backend name, group), asked for together so they can be measured together."""
+
+
+class PlacementTargets(Protocol):
+    """What partition knows of backends, handed to it by its caller.
+
+        targets.supports("blas", group)             # None, or why blas cannot run `group` as one kernel
+        targets.costs([("cpu", g1), ("blas", g1)])  # seconds per run, asked for together (measured together)
+    """
+
+    fallback: str
+    """The backend of last resort: accepts anything, and takes what no listed backend accepts."""
+    defaults: tuple[str, ...]
+    """Backends by priority when the pass names none."""
+    launch_cost: float
+    """Seconds one more kernel costs (the cost model's), charged per kernel by the cost search."""
+
+    def names(self) -> Sequence[str]:
+        """Every backend that exists."""
+
+    def supports(self, backend: str, group: Operation) -> str | None:
+        """None if `backend` can run `group` (a graph.fused or one graph op) as one kernel, else why not."""
+
+    def costs(self, pairs: Sequence[tuple[str, Operation]]) -> list[float]:
+        """Seconds of one run of each (backend, group)."""
 
 
 # ----------------------------------------------------------------------------------------
@@ -265,15 +288,8 @@ class Dataflow:
         """The placements in an order they can run in (ties: first node first); None if
         they depend on each other in a cycle."""
         owner = {i: p for p in placements for i in p.nodes}
-        waiting = {p: {owner[i] for i in self.reads(p.nodes)} for p in placements}
-        order: list[Placement] = []
-        while ready := [p for p, before in waiting.items() if not before]:
-            first = min(ready, key=lambda p: min(p.nodes))
-            order.append(first)
-            del waiting[first]
-            for before in waiting.values():
-                before.discard(first)
-        return None if waiting else order
+        return topological_order(list(placements), lambda p: [owner[i] for i in self.reads(p.nodes)],
+                                 rank=lambda p: min(p.nodes))
 
     def describe(self, node: int) -> str:
         """Where a node is, for error messages: `@main: graph.matmul (op 3, in group 'g')`."""
@@ -297,14 +313,15 @@ def _is_node(op: Operation) -> bool:
 class _Partitioner:
     """The placements of one function's nodes, asking backends about candidate groups."""
 
-    def __init__(self, options: PartitionPass, flow: Dataflow, costs: Costs):
+    def __init__(self, options: PartitionPass, flow: Dataflow, targets: PlacementTargets):
         self.options = options
         self.flow = flow
-        self.priority = options.backend_list()
-        self.costs_of = costs
+        self.targets = targets
+        self.fallback = targets.fallback
+        self.priority = options.backend_list(targets)
         self.groups = {u.nodes: u.top for u in flow.units}
         self.pins = {i: op.attributes[PIN].data for i, op in enumerate(flow.nodes) if PIN in op.attributes}
-        self._supported: dict[tuple[frozenset[int], str], bool] = {}
+        self._refusals: dict[tuple[frozenset[int], str], str | None] = {}
         self._costs: dict[tuple[frozenset[int], str], float] = {}
         self._check_pins()
 
@@ -320,11 +337,22 @@ class _Partitioner:
         finally:
             group.erase()
 
+    def refusal(self, nodes: frozenset[int], backend: str) -> str | None:
+        """None if `backend` accepts these nodes as one kernel, else why not."""
+        if (nodes, backend) not in self._refusals:
+            ask = lambda group: None if backend == self.fallback else self.targets.supports(backend, group)  # noqa: E731
+            self._refusals[nodes, backend] = self._probe(nodes, ask)
+        return self._refusals[nodes, backend]
+
     def supports(self, nodes: frozenset[int], backend: str) -> bool:
-        if (nodes, backend) not in self._supported:
-            reason = None if backend == REFERENCE else self._probe(nodes, get_backend(backend).supports)
-            self._supported[nodes, backend] = reason is None
-        return self._supported[nodes, backend]
+        return self.refusal(nodes, backend) is None
+
+    def reason(self, placement: Placement) -> str | None:
+        """Why `placement` is not on the first backend allowed: each earlier backend's refusal."""
+        allowed = self.allowed(placement.nodes)
+        earlier = allowed[: allowed.index(placement.backend)] if placement.backend in allowed else allowed
+        refusals = [(b, self.refusal(placement.nodes, b)) for b in earlier]
+        return "; ".join(f"{b}: {why}" for b, why in refusals if why is not None) or None
 
     def costs(self, pairs: Sequence[tuple[frozenset[int], str]]) -> list[float]:
         """The cost of each (nodes, backend); those not known yet are asked for together."""
@@ -337,7 +365,7 @@ class _Partitioner:
                 detached.append(groups[index])
         try:
             if new:
-                self._costs.update(zip(new, self.costs_of([(backend, g) for (_, backend), g in zip(new, groups)])))
+                self._costs.update(zip(new, self.targets.costs([(backend, g) for (_, backend), g in zip(new, groups)])))
         finally:
             for group in detached:
                 group.erase()
@@ -359,16 +387,16 @@ class _Partitioner:
 
     def accepts(self, nodes: frozenset[int], backend: str) -> bool:
         """May `backend` run these nodes as one kernel? The reference takes orphans only."""
-        if backend == REFERENCE:
+        if backend == self.fallback:
             return self.orphans(nodes)
         return backend in self.allowed(nodes) and self.supports(nodes, backend)
 
     def _check_pins(self) -> None:
         for node, backend in self.pins.items():
             where = self.flow.describe(node)
-            if backend not in backend_names():
+            if backend not in self.targets.names():
                 raise PassFailedException(f"partition: {where} is pinned to unknown backend '{backend}'")
-            reason = self._probe(frozenset({node}), get_backend(backend).supports)
+            reason = self._probe(frozenset({node}), lambda group: self.targets.supports(backend, group))
             if reason is not None:
                 raise PassFailedException(f"partition: {where} is pinned to backend '{backend}', which refuses it: {reason}")
 
@@ -379,7 +407,7 @@ class _Partitioner:
         for unit in self.flow.units:
             backend = self.first_accepting(unit.nodes) if unit.placeable else None
             if backend is not None or unit.whole or len(unit.nodes) == 1:
-                placements.append(Placement(unit.nodes, backend or (REFERENCE if unit.placeable else None)))
+                placements.append(Placement(unit.nodes, backend or (self.fallback if unit.placeable else None)))
             else:
                 placements += self._split(unit.nodes)
         return placements
@@ -392,7 +420,7 @@ class _Partitioner:
         pieces: list[Placement] = []
         while remaining:
             start, *rest = remaining
-            backend = self.first_accepting(frozenset({start})) or REFERENCE
+            backend = self.first_accepting(frozenset({start})) or self.fallback
             piece = frozenset({start})
             for node in rest:
                 producers = self.flow.inputs[node]
@@ -412,10 +440,10 @@ class _Partitioner:
         for nodes in self._candidate_sets():
             backends = [b for b in self.allowed(nodes) if self.supports(nodes, b)]
             if not backends and (nodes in whole or self.orphans(nodes)):
-                backends = [REFERENCE]
+                backends = [self.fallback]
             placed += [(nodes, b) for b in backends]
         candidates += [Candidate(nodes, b, cost) for (nodes, b), cost in zip(placed, self.costs(placed))]
-        chosen = search(self.flow.inputs, candidates, [*self.priority, REFERENCE], self.options.launch_penalty)
+        chosen = search(self.flow.inputs, candidates, [*self.priority, self.fallback], self.options.launch_cost(self.targets))
         return self._merge_touching([Placement(c.ops, c.backend) for c in chosen])
 
     def _candidate_sets(self) -> list[frozenset[int]]:
@@ -481,9 +509,9 @@ class PartitionPass(ModulePass):
 
     name = "partition"
 
-    backends: tuple[str, ...] = ("cpu", "blas")
-    """Backends by priority: `backends=cpu,blas` or `backends="cpu,blas"` (reference, the last
-    resort, need not be listed)."""
+    backends: tuple[str, ...] = ()
+    """Backends by priority: `backends=cpu,blas` or `backends="cpu,blas"` (default: the targets'
+    defaults; the last resort need not be listed)."""
     search: str = "greedy"
     """"greedy" (first backend accepting a group) or "cost" (cheapest cover, Collage)."""
     measure: bool = False
@@ -492,40 +520,44 @@ class PartitionPass(ModulePass):
     """The measured-cost cache file (default: graphopt's user cache directory)."""
     threads: int = 0
     """Threads the kernels will run with, when measured (0: GRAPHOPT_THREADS, else every CPU)."""
-    launch_penalty: float = 5e-6
-    """Seconds added per kernel by the cost search (write 0.000005: xDSL reads 5e-6 as text)."""
+    launch_penalty: float | None = None
+    """Seconds added per kernel by the cost search (write 0.000005: xDSL reads 5e-6 as text;
+    default: the targets' launch cost)."""
     max_depth: int = 4
     """Most ops in a candidate kernel of the cost search (groups made by fusion count whole)."""
     report: bool = False
     """Print one row per group to stderr: ops, backend and cost, the best alternative and its cost."""
 
-    def backend_list(self) -> list[str]:
-        return [name.strip() for names in self.backends for name in names.split(",") if name.strip()]
+    def targets(self) -> PlacementTargets:
+        """The backends this pass places on, as its caller hands them in: graphopt.compile and
+        graph-opt run a subclass whose `targets` is graphopt's backend registry."""
+        raise PassFailedException("partition: no backends were handed to the pass (run it through graph-opt or graphopt.compile)")
+
+    def backend_list(self, targets: PlacementTargets) -> list[str]:
+        listed = [name.strip() for names in self.backends for name in names.split(",") if name.strip()]
+        return listed or list(targets.defaults)
+
+    def launch_cost(self, targets: PlacementTargets) -> float:
+        return targets.launch_cost if self.launch_penalty is None else self.launch_penalty
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        self._check_options()
-        cache = CostCache(self.cache or None) if self.measure else None
-
-        def costs(pairs: Sequence[tuple[str, Operation]]) -> list[float]:
-            if not self.measure:
-                return [get_backend(backend).estimate(group) for backend, group in pairs]
-            return measure_all([(get_backend(backend), group) for backend, group in pairs], cache, threads=self.threads or None)
-
+        targets = self.targets()
+        self._check_options(targets)
         names = _Names(op)
         for func in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
             flow = Dataflow(func.body.block)
-            partitioner = _Partitioner(self, flow, costs)
+            partitioner = _Partitioner(self, flow, targets)
             placements = partitioner.greedy() if self.search == "greedy" else partitioner.by_cost()
-            groups = _materialize(flow, flow.in_dataflow_order(placements), names)
+            groups = _materialize(flow, flow.in_dataflow_order(placements), names, partitioner.reason)
             if self.report:
-                print(self._report(func.sym_name.data, groups, costs), file=sys.stderr)
+                print(self._report(func.sym_name.data, groups, targets), file=sys.stderr)
 
-    def _check_options(self) -> None:
-        registered = backend_names()
-        for backend in self.backend_list():
+    def _check_options(self, targets: PlacementTargets) -> None:
+        registered = targets.names()
+        for backend in self.backend_list(targets):
             if backend not in registered:
                 raise PassFailedException(f"partition: unknown backend '{backend}' (registered: {', '.join(registered)})")
-        if not self.backend_list():
+        if not self.backend_list(targets):
             raise PassFailedException("partition: backends must name at least one backend")
         if self.search not in SEARCHES:
             raise PassFailedException(f'partition: search must be "greedy" or "cost", got "{self.search}"')
@@ -533,17 +565,17 @@ class PartitionPass(ModulePass):
             raise PassFailedException(f"partition: threads must not be negative, got {self.threads}")
         if self.max_depth < 1:
             raise PassFailedException(f"partition: max-depth must be at least 1, got {self.max_depth}")
-        if self.launch_penalty < 0:
+        if self.launch_penalty is not None and self.launch_penalty < 0:
             raise PassFailedException(f"partition: launch-penalty must not be negative, got {self.launch_penalty}")
 
-    def _report(self, function: str, groups: list[graph.FusedOp], costs: Costs) -> str:
+    def _report(self, function: str, groups: list[graph.FusedOp], targets: PlacementTargets) -> str:
         """One row per group: name, ops, backend and cost, the best other backend and its cost."""
         rows = []
         for group in groups:
             chosen = group.backend.data
-            others = [b for b in dict.fromkeys([*self.backend_list(), REFERENCE]) if b != chosen]
-            backends = [chosen, *(b for b in others if get_backend(b).supports(group) is None)]
-            chosen_cost, *other_costs = costs([(b, group) for b in backends])
+            others = [b for b in dict.fromkeys([*self.backend_list(targets), targets.fallback]) if b != chosen]
+            backends = [chosen, *(b for b in others if b == targets.fallback or targets.supports(b, group) is None)]
+            chosen_cost, *other_costs = targets.costs([(b, group) for b in backends])
             alternatives = sorted(zip(other_costs, backends[1:]))
             alternative = (alternatives[0][1], _microseconds(alternatives[0][0])) if alternatives else ("-", "-")
             ops = sum(_is_node(o) for o in group.body.block.ops)
@@ -567,7 +599,7 @@ class _Names:
     ops left alone), fusion's `fused_<ops>_<n>` for several."""
 
     def __init__(self, module: ModuleOp):
-        self.groups = _GroupNamer(module)
+        self.groups = GroupNamer(module)
         self.taken = set(self.groups.taken)
         self.singles = 0
 
@@ -582,9 +614,11 @@ class _Names:
                 return name
 
 
-def _materialize(flow: Dataflow, placements: list[Placement], names: _Names) -> list[graph.FusedOp]:
+def _materialize(flow: Dataflow, placements: list[Placement], names: _Names,
+                 reason: Callable[[Placement], str | None]) -> list[graph.FusedOp]:
     """Rewrite the block: a group kept whole gets its backend; every other placement becomes a
-    new graph.fused (before the last op it replaces) and the ops it replaces are erased."""
+    new graph.fused (before the last op it replaces) and the ops it replaces are erased. Each
+    group gets its `reason` too, where there is one."""
     units = {u.nodes: u for u in flow.units}
     position = {u.top: i for i, u in enumerate(flow.units)}
     new_values: dict[SSAValue, SSAValue] = {}
@@ -604,6 +638,8 @@ def _materialize(flow: Dataflow, placements: list[Placement], names: _Names) -> 
             Rewriter.insert_op(group, InsertPoint.before(next(u.top for u in flow.units if last in u.nodes)))
             replaced += [u.top for u in flow.units if u.nodes & placement.nodes and u.top not in replaced]
         group.attributes["backend"] = StringAttr(placement.backend)
+        if (why := reason(placement)) is not None:
+            group.attributes[PLACEMENT_REASON] = StringAttr(why)
         groups.append(group)
     for top in replaced:
         for result in top.results:
@@ -611,5 +647,6 @@ def _materialize(flow: Dataflow, placements: list[Placement], names: _Names) -> 
                 result.replace_all_uses_with(new_values[value])
     for top in sorted(replaced, key=position.__getitem__, reverse=True):
         Rewriter.erase_op(top)
-    _sort_topologically(flow.block, {op: i for i, op in enumerate(flow.block.ops)})
+    if not sort_block_topologically(flow.block, {op: i for i, op in enumerate(flow.block.ops)}):
+        raise PassFailedException("partition: internal error: the groups formed depend on each other in a cycle")
     return groups

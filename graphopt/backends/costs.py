@@ -25,6 +25,11 @@ TRANSCENDENTAL = frozenset({"graph.exp", "graph.log", "graph.tanh", "graph.erf",
 """Ops costing about ten flops per element."""
 
 
+KERNEL_LAUNCH_SECONDS = 3e-6
+"""What one more kernel costs beyond its work: the call, and its inputs and outputs read again
+from memory instead of registers. The one launch cost of the cost model and the cost search."""
+
+
 @dataclass(frozen=True)
 class Work:
     bytes: int
@@ -88,7 +93,7 @@ class MachineRates:
     """Flops per second of NumPy's matmul on a mid-sized problem."""
     vector_flops: float = 16e9
     """Flops per second of a vectorized elementwise loop (one core)."""
-    kernel_overhead: float = 3e-6
+    kernel_overhead: float = KERNEL_LAUNCH_SECONDS
     numpy_op_overhead: float = 5e-6
 
     def kernel_time(self, group: Operation, contraction_rate: float) -> float:

@@ -17,7 +17,7 @@
 // blas first: it takes the matmul with its epilogue; the softmax it refuses goes to cpu.
 // BLAS-LABEL: func.func @mlp
 // BLAS-NEXT:    graph.fused(%x, %w, %b) {name = "fused_matmul_add_relu_0", mode = "compile", backend = "blas"}
-// BLAS:         graph.fused(%{{.*}}) {name = "softmax_0", mode = "compile", backend = "cpu"}
+// BLAS:         graph.fused(%{{.*}}) {name = "softmax_0", mode = "compile", backend = "cpu", graph.placement_reason = "blas: a blas group holds exactly one matmul or conv2d, this one holds 0"}
 
 // Without fusion every op is its own group, named as graphopt.compile names single-op kernels.
 // UNFUSED-LABEL: func.func @mlp

@@ -58,9 +58,10 @@ func.func @diamond(%x: tensor<8x8xf32>, %w: tensor<8x8xf32>) -> tensor<8x8xf32> 
 
 // -----
 
-// A fallback group asks for no single kernel: cpu refuses it, and it stays whole on the reference.
+// A fallback group asks for no single kernel: cpu refuses it, and it stays whole on the reference,
+// saying why each backend asked for refused it.
 // CHECK-LABEL: func.func @fallback
-// CHECK-NEXT:    graph.fused(%x) {name = "kept", mode = "fallback", backend = "reference"}
+// CHECK-NEXT:    graph.fused(%x) {name = "kept", mode = "fallback", backend = "reference", graph.placement_reason = "cpu: a fallback group is not compiled as one kernel; blas: a fallback group is not compiled as one kernel"}
 // CHECK-NEXT:    ^
 // CHECK-NEXT:      graph.neg
 // CHECK-NEXT:      graph.exp

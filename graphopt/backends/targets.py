@@ -1,0 +1,52 @@
+"""graphopt's backend registry as the partition pass sees it (`transforms.partition.PlacementTargets`).
+
+    RegistryPartitionPass(backends=("cpu", "blas"), search="cost").apply(ctx, module)
+
+graphopt.compile and graph-opt run `RegistryPartitionPass`: the partition pass, with the same
+name and options, placing on the registered backends (`graphopt.backends`). Costs are each
+backend's analytic `estimate`, or with `measure` the timings of `graphopt.backends.measure`,
+cached on disk. The cost search charges the cost model's launch cost per kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.ir import Operation
+
+from graphopt.backends import backend_names, get_backend
+from graphopt.backends.costs import KERNEL_LAUNCH_SECONDS
+from graphopt.backends.measure import CostCache, measure_all
+from graphopt.transforms.partition import PartitionPass
+
+
+class RegistryTargets:
+    """The registered backends: `reference` is the last resort, cpu then blas the default priority."""
+
+    fallback = "reference"
+    defaults = ("cpu", "blas")
+    launch_cost = KERNEL_LAUNCH_SECONDS
+
+    def __init__(self, measure: bool = False, cache: str = "", threads: int = 0):
+        self.cache = CostCache(cache or None) if measure else None
+        self.threads = threads or None
+
+    def names(self) -> Sequence[str]:
+        return backend_names()
+
+    def supports(self, backend: str, group: Operation) -> str | None:
+        return get_backend(backend).supports(group)
+
+    def costs(self, pairs: Sequence[tuple[str, Operation]]) -> list[float]:
+        if self.cache is None:
+            return [get_backend(backend).estimate(group) for backend, group in pairs]
+        return measure_all([(get_backend(backend), group) for backend, group in pairs], self.cache, threads=self.threads)
+
+
+@dataclass(frozen=True)
+class RegistryPartitionPass(PartitionPass):
+    """`partition` over graphopt's registered backends (see `PartitionPass` for its options)."""
+
+    def targets(self) -> RegistryTargets:
+        return RegistryTargets(self.measure, self.cache, self.threads)

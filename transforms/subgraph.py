@@ -1,0 +1,93 @@
+"""What fuse and partition share about sets of ops in a block: their order and their names.
+
+    order = topological_order(groups, predecessors=lambda g: g.producers, rank=first_op_position)
+    sort_block_topologically(block, position)     # every value defined before its use
+    GroupNamer(module).next([matmul, add, relu])  # "fused_matmul_add_relu_0"
+    single_op_kernel_name(softmax, 3)             # "softmax_3"
+
+`topological_order` is the one topological sort of graphopt's graph level: Kahn's algorithm,
+taking among the items that are ready the one of least rank, so an order that is already valid
+is kept, and a cycle is reported (None) rather than broken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import TypeVar
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation
+
+from graphopt.dialects import graph
+
+Item = TypeVar("Item", bound=Hashable)
+
+
+def topological_order(items: Sequence[Item], predecessors: Callable[[Item], Iterable[Item]],
+                      rank: Callable[[Item], object]) -> list[Item] | None:
+    """`items` ordered so each comes after its `predecessors` (those among `items`; others are
+    ignored), ties going to the least `rank`; None when they depend on each other in a cycle.
+
+        topological_order(["b", "a"], predecessors={"b": ["a"], "a": []}.get, rank=str) -> ["a", "b"]
+    """
+    members = set(items)
+    waiting = {item: {p for p in predecessors(item) if p in members and p != item} for item in items}
+    successors: dict[Item, list[Item]] = {item: [] for item in items}
+    for item, before in waiting.items():
+        for predecessor in before:
+            successors[predecessor].append(item)
+    ready = [item for item in items if not waiting[item]]
+    order: list[Item] = []
+    while ready:
+        ready.sort(key=rank, reverse=True)
+        item = ready.pop()
+        order.append(item)
+        for successor in successors[item]:
+            waiting[successor].discard(item)
+            if not waiting[successor]:
+                ready.append(successor)
+    return order if len(order) == len(items) else None
+
+
+def sort_block_topologically(block: Block, position: dict[Operation, int]) -> bool:
+    """Reorder `block`'s ops (its terminator stays last) so every value is defined before its
+    use, keeping `position`'s order (else the current one) where the dataflow allows; False,
+    and the block unchanged, when its ops depend on each other in a cycle."""
+    *body, terminator = block.ops
+    produced_by = {result: op for op in body for result in op.results}
+    current = {op: i for i, op in enumerate(body)}
+    order = topological_order(
+        body,
+        predecessors=lambda op: [produced_by[v] for v in op.operands if v in produced_by],
+        rank=lambda op: position.get(op, current[op]),
+    )
+    if order is None:
+        return False
+    if order != body:
+        for op in body:
+            op.detach()
+        block.insert_ops_before(order, terminator)
+    return True
+
+
+def single_op_kernel_name(op: Operation, index: int) -> str:
+    """The name of a group of one op: `<kind>_<index among such groups>`."""
+    return f"{op.name.removeprefix('graph.')}_{index}"
+
+
+class GroupNamer:
+    """Readable, unique names of new groups: fused_<first op kinds>_<index>."""
+
+    MAX_KINDS = 4
+
+    def __init__(self, module: ModuleOp):
+        self.count = 0
+        self.taken = {o.group_name.data for o in module.walk() if isinstance(o, graph.FusedOp)}
+
+    def next(self, ops: list[Operation]) -> str:
+        kinds = list(dict.fromkeys(op.name.removeprefix("graph.") for op in ops))
+        while True:
+            name = f"fused_{'_'.join(kinds[: self.MAX_KINDS])}_{self.count}"
+            self.count += 1
+            if name not in self.taken:
+                return name
