@@ -85,6 +85,7 @@ from xdsl.utils.exceptions import PassFailedException
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_from_numpy, dense_to_numpy, is_bool, is_float
 from graphopt.lowering import direct_conv, packed_gemm, ukernels
+from graphopt.transforms.subgraph import single_op_kernel_name
 
 Index = tuple[AffineExpr, ...]
 KERNEL_ATTR = "graph.kernel"
@@ -1189,11 +1190,6 @@ def _lower_anchored(kernel: Kernel, heavy: Operation) -> None:
         kernel.buffers[heavy.results[0]] = out
         body = kernel.elementwise(_shape(result), [out])
         body.finish([body.value(result, body.dims)])
-
-
-def single_op_kernel_name(op: Operation, index: int) -> str:
-    """The kernel name of an op outside any group: `<kind>_<index among such ops>`."""
-    return f"{op.name.removeprefix('graph.')}_{index}"
 
 
 def kernel_sources(main: func.FuncOp, backend: str | None = None) -> list[tuple[Operation, str]]:
