@@ -707,14 +707,6 @@ class Kernel:
 # ----------------------------------------------------------------------------------------
 
 
-def _lowest(element: Attribute) -> float | int:
-    return -math.inf if is_float(element) else -(2 ** (element.width.data - 1))
-
-
-def _highest(element: Attribute) -> float | int:
-    return math.inf if is_float(element) else 2 ** (element.width.data - 1) - 1
-
-
 REASSOC = arith.FastMathFlagsAttr((arith.FastMathFlag.REASSOC,))
 """On the accumulating float op of a reduction: LLVM may reorder the sum to vectorize it."""
 CONTRACT = arith.FastMathFlagsAttr((arith.FastMathFlag.ALLOW_CONTRACT,))
@@ -731,20 +723,13 @@ def _accumulate(float_op: type[Operation], int_op: type[Operation] | None = None
     return build
 
 
-@dataclass(frozen=True)
-class Reducer:
-    """How a reduction starts (`identity` of the element type) and folds in one element."""
-
-    combine: ScalarBuilder
-    identity: Callable[[Attribute], float | int]
-
-
-REDUCERS: dict[str, Reducer] = {
-    "graph.reduce_sum": Reducer(_accumulate(arith.AddfOp, arith.AddiOp), lambda element: 0),
-    "graph.reduce_mean": Reducer(_accumulate(arith.AddfOp), lambda element: 0),
-    "graph.reduce_max": Reducer(_accumulate(arith.MaximumfOp, arith.MaxSIOp), _lowest),
-    "graph.reduce_min": Reducer(_accumulate(arith.MinimumfOp, arith.MinSIOp), _highest),
+COMBINES: dict[type[graph.ReductionOp], ScalarBuilder] = {
+    graph.ReduceSumOp: _accumulate(arith.AddfOp, arith.AddiOp),
+    graph.ReduceMeanOp: _accumulate(arith.AddfOp),
+    graph.ReduceMaxOp: _accumulate(arith.MaximumfOp, arith.MaxSIOp),
+    graph.ReduceMinOp: _accumulate(arith.MinimumfOp, arith.MinSIOp),
 }
+"""How a reduction folds in one element; it starts from its op's `IDENTITY`."""
 
 
 def _kept(index: Index, reduced: set[int], keepdims: bool = False) -> Index:
@@ -757,10 +742,9 @@ def _lower_reduce(kernel: Kernel, op: graph.ReductionOp, out: SSAValue) -> None:
     x = op.x
     shape, element = _shape(x), _element(x)
     reduced = {a % len(shape) for a in op.get("axes")}
-    reducer = REDUCERS[op.name]
-    kernel.fill(out, reducer.identity(element))
+    kernel.fill(out, op.IDENTITY.of(element))
     body = kernel.loop(shape, [(out, _kept(_dims(len(shape)), reduced, op.get("keepdims")))], reduced)
-    body.finish([reducer.combine(body, op, body.output(0), body.value(x, body.dims))])
+    body.finish([COMBINES[type(op)](body, op, body.output(0), body.value(x, body.dims))])
     if isinstance(op, graph.ReduceMeanOp):
         body = kernel.parallel(out)
         count = body.constant(math.prod(shape[a] for a in reduced), element)
@@ -823,13 +807,14 @@ def _lower_softmax(kernel: Kernel, op: graph.AxisNormalizationOp, out: SSAValue)
         return m(arith.SubfOp, body.read(src, body.dims), body.read(row_max, _kept(body.dims, reduced)))
 
     row_max = _row_statistic(
-        kernel, x, reduced, arith.MaxnumfOp if kernel.cpu_schedules else arith.MaximumfOp, -math.inf,
+        kernel, x, reduced, arith.MaxnumfOp if kernel.cpu_schedules else arith.MaximumfOp,
+        graph.ReduceMaxOp.IDENTITY.of(element),
         lambda body: body.read(src, body.dims),
     )
     is_softmax = isinstance(op, graph.SoftmaxOp)
     store_terms = is_softmax and kernel.cpu_schedules
     row_sum = _row_statistic(
-        kernel, x, reduced, arith.AddfOp, 0.0, lambda body: body.emit(mathd.ExpOp(shifted(body, row_max))),
+        kernel, x, reduced, arith.AddfOp, graph.ReduceSumOp.IDENTITY.of(element), lambda body: body.emit(mathd.ExpOp(shifted(body, row_max))),
         terms_into=out if store_terms else None,
     )
     body = kernel.parallel(out)
@@ -1091,13 +1076,14 @@ def _lower_pool2d(kernel: Kernel, op: graph.Pool2dOp, out: SSAValue) -> None:
     its positions inside x.
     """
     is_max = isinstance(op, graph.MaxPool2dOp)
-    reducer = REDUCERS["graph.reduce_max" if is_max else "graph.reduce_sum"]
+    reduction = graph.ReduceMaxOp if is_max else graph.ReduceSumOp
     element = _element(op.x)
+    combine, identity = COMBINES[reduction], reduction.IDENTITY.of(element)
     batch, channels, out_h, out_w = _shape(op.result)
     (kernel_h, kernel_w), (sh, sw) = op.get("kernel"), op.get("strides")
     top, left, _, _ = padding = op.get("padding")
     if any(padding):
-        x, read = _padded(kernel, op.x, padding, reducer.identity(element)), LoopBody.read
+        x, read = _padded(kernel, op.x, padding, identity), LoopBody.read
     else:
         if kernel_h > sh or kernel_w > sw:
             kernel.materialize(op.x)
@@ -1107,13 +1093,13 @@ def _lower_pool2d(kernel: Kernel, op: graph.Pool2dOp, out: SSAValue) -> None:
         body = kernel.loop((batch, channels, out_h, out_w), [(out, (n, c, oh, ow))])
         rows, values = [AffineExpr.constant(kh) for kh in range(kernel_h)], []
     else:
-        kernel.fill(out, reducer.identity(element))
+        kernel.fill(out, identity)
         n, c, oh, kh, ow = _dims(5)
         body = kernel.loop((batch, channels, out_h, kernel_h, out_w), [(out, (n, c, oh, ow))], {3})
         body.read(kernel.extent(kernel_h), (kh,))
         rows, values = [kh], [body.output(0)]
     values += [read(body, x, (n, c, oh * sh + kh, ow * sw + kw)) for kh in rows for kw in range(kernel_w)]
-    body.finish([functools.reduce(lambda a, b: reducer.combine(body, op, a, b), values)])
+    body.finish([functools.reduce(lambda a, b: combine(body, op, a, b), values)])
     if is_max:
         return
     body = kernel.parallel(out)
@@ -1130,7 +1116,7 @@ def _lower_pool2d(kernel: Kernel, op: graph.Pool2dOp, out: SSAValue) -> None:
 
 
 LOWERINGS: dict[str, Callable[[Kernel, graph.GraphOp, SSAValue], None]] = {
-    **{name: _lower_reduce for name in REDUCERS},
+    **{reduction.name: _lower_reduce for reduction in COMBINES},
     "graph.softmax": _lower_softmax,
     "graph.log_softmax": _lower_softmax,
     "graph.layer_norm": _lower_layer_norm,
