@@ -43,6 +43,7 @@ from graphopt.interpreter import check_arguments
 from graphopt.lowering.graph_to_linalg import single_op_kernel_name
 from graphopt.lowering.jit import CallSequence, NativeCall, aligned_array, aligned_empty
 from graphopt.parsing import make_context
+from graphopt.transforms.canonicalize import CanonicalizePass
 from graphopt.transforms.fuse import FusePass
 from graphopt.transforms.partition import PartitionPass
 
@@ -90,6 +91,7 @@ def compile(
     if threads < 1:
         raise GraphoptError(f"threads must be at least 1, got {threads}")
     module = module.clone()
+    CanonicalizePass().apply(make_context(), module)
     if fuse:
         FusePass().apply(make_context(), module)
         partition = PartitionPass(backends=tuple(backends), search=search, measure=measure,

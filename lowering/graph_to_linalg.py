@@ -1015,7 +1015,7 @@ def _conv_phases(kernel: Kernel, op: graph.Conv2dOp, slack: int = 0) -> tuple[SS
     zero fill, then x copied in. L covers x, the reads of all OH * R output positions and
     `slack` more floats.
     """
-    x, (top, left, _, right) = _conv_input(kernel, op)
+    x, (top, left, _, right) = op.x, op.get("padding")
     _, in_channels, height, width = _shape(x)
     _, _, kernel_h, kernel_w = _shape(op.w)
     out_h = _shape(op.result)[2]
@@ -1026,20 +1026,6 @@ def _conv_phases(kernel: Kernel, op: graph.Conv2dOp, slack: int = 0) -> tuple[SS
     shape = (_shape(x)[0], in_channels, sh, sw, length)
     position = lambda h, w: _phase_index((h, w), (top, left), (sh, sw), row)
     return _copied_into(kernel, x, shape, 0, position), row
-
-
-def _conv_input(kernel: Kernel, op: graph.Conv2dOp) -> tuple[SSAValue, tuple[int, int, int, int]]:
-    """conv2d's x and padding (top, left, bottom, right), with a zero graph.pad of H and W in
-    the group folded into the padding (ONNX models pad before a conv)."""
-    x, padding = op.x, tuple(op.get("padding"))
-    while x not in kernel.buffers and isinstance(pad := x.owner, graph.PadOp):
-        pads, value = pad.get("pads"), pad.get("value")
-        if any(pads[:2] + pads[4:6]) or value != 0 or math.copysign(1, value) < 0:
-            break
-        top, left, bottom, right = padding
-        padding = (top + pads[2], left + pads[3], bottom + pads[6], right + pads[7])
-        x = pad.x
-    return x, padding
 
 
 def _phase_index(position: Index, begins: Sequence[int], strides: Sequence[int], row: int) -> Index:
