@@ -609,15 +609,16 @@ class Kernel:
             and not _is_splat(dense_to_numpy(op.value))
             and any(use.operation not in packed or use.index != 1 for use in op.result.uses)
         ]
-        weights = list(dict.fromkeys(op.b for op in packed))
-        panel_arrays = {b: packed_gemm.pack_panels(dense_to_numpy(group.constant_value(b))) for b in weights}
+        self.weights = list(dict.fromkeys(op.b for op in packed))
+        """The constant b of each matmul that runs as the ukernel; packed only by `finish`."""
+        weights = self.weights
         arg_types = [MemRefType(_element(v), _shape(v)) for v in group.inputs + constants]
-        arg_types += [MemRefType(_element(b), panel_arrays[b].shape) for b in weights]
+        arg_types += [MemRefType(_element(b), (packed_gemm.packed_size(*_shape(b)),)) for b in weights]
         arg_types += [MemRefType(_element(v), _shape(v)) for v in group.outputs]
         self.block = Block(arg_types=arg_types)
         self.builder = Builder(InsertPoint.at_end(self.block))
-        self.constant_args = [c.owner.value for c in constants] + [dense_from_numpy(panel_arrays[b]) for b in weights]
-        """The values of the constant arguments, which follow the inputs."""
+        self.constant_args = [c.owner.value for c in constants]
+        """The values of the constant arguments, which follow the inputs (the panels' by `finish`)."""
         args = list(self.block.args)
         self.buffers: dict[SSAValue, SSAValue] = dict(zip(group.inputs + constants, args))
         """Group values already held in a buffer, by value."""
@@ -686,7 +687,14 @@ class Kernel:
             self.buffers[value] = buffer
         return self.buffers[value]
 
-    def finish(self) -> func.FuncOp:
+    def finish(self, pack_weights: bool = True) -> func.FuncOp:
+        """The kernel function; without `pack_weights`, its panel arguments carry no value (a
+        kernel to inspect, not to run: packing a 768x3072 b takes about 10 ms)."""
+        if pack_weights:
+            self.constant_args += [
+                dense_from_numpy(packed_gemm.pack_panels(dense_to_numpy(self.group.constant_value(b))))
+                for b in self.weights
+            ]
         for buffer in self.temporaries:
             self.builder.insert(memref.DeallocOp.get(buffer))
         self.builder.insert(func.ReturnOp())
@@ -1192,8 +1200,13 @@ def replace_module_contents(module: ModuleOp, ops: list[Operation]) -> None:
     module.body.block.add_ops(ops)
 
 
-def lower_group(op: Operation, name: str | None = None, cpu_schedules: bool = True) -> func.FuncOp:
+def lower_group(
+    op: Operation, name: str | None = None, cpu_schedules: bool = True, pack_weights: bool = True
+) -> func.FuncOp:
     """The kernel of a `graph.fused` or of a single graph op (named `name`, default: the group's).
+
+    Without `pack_weights`, the packed GEMM's panel arguments carry no value (`Kernel.finish`):
+    enough to tell whether and how the group lowers, not to run it.
 
     `cpu_schedules=False` keeps plain one-output loop nests (for the CUDA lowering, which
     tiles matmuls and reduces rows itself). Raises Unsupported with the reason when the group cannot be lowered.
@@ -1205,13 +1218,13 @@ def lower_group(op: Operation, name: str | None = None, cpu_schedules: bool = Tr
         _lower_anchored(kernel, heavy[0])
     else:
         _lower_elementwise(kernel)
-    return kernel.finish()
+    return kernel.finish(pack_weights)
 
 
 def supports(op: Operation) -> str | None:
-    """None when `lower_group(op)` makes a kernel, else the reason it cannot."""
+    """None when `lower_group(op)` makes a kernel, else the reason it cannot (packing no weights)."""
     try:
-        lower_group(op)
+        lower_group(op, pack_weights=False)
     except Unsupported as e:
         return str(e)
     return None
