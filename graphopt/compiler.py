@@ -40,7 +40,7 @@ from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.errors import GraphoptError
 from graphopt.interpreter import check_arguments
-from graphopt.lowering.graph_to_linalg import single_op_kernel_name
+from graphopt.lowering.convert_graph_to_linalg import single_op_kernel_name
 from graphopt.lowering.jit import CallSequence, NativeCall, aligned_array, aligned_empty
 from graphopt.parsing import make_context
 from graphopt.transforms.canonicalize import CanonicalizePass

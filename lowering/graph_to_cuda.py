@@ -63,8 +63,9 @@ from xdsl.utils.exceptions import PassFailedException
 
 from graphopt.dialects import cuda, graph
 from graphopt.dialects.attributes import is_float
-from graphopt.lowering.graph_to_linalg import KERNEL_ATTR as LINALG_KERNEL_ATTR
-from graphopt.lowering.graph_to_linalg import Unsupported, kernel_sources, lower_group, replace_module_contents
+from graphopt.lowering.linalg.abi import KERNEL_ATTR as LINALG_KERNEL_ATTR
+from graphopt.lowering.convert_graph_to_linalg import kernel_sources, lower_group, replace_module_contents
+from graphopt.lowering.linalg.abi import Unsupported
 
 THREADS_PER_BLOCK = 256
 """Block size of elementwise kernels, and the most threads a row kernel uses."""

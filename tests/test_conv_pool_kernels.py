@@ -14,7 +14,7 @@ import graphopt
 from graphopt.backends import cpu, get_backend
 from graphopt.dialects import graph
 from graphopt.dialects.shapes import conv2d, pool2d
-from graphopt.lowering.graph_to_linalg import lower_group
+from graphopt.lowering.convert_graph_to_linalg import lower_group
 from graphopt.lowering.row_split import row_split
 from graphopt.parsing import make_context
 from graphopt.transforms.canonicalize import CanonicalizePass

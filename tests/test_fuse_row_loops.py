@@ -6,7 +6,7 @@ import pytest
 import graphopt
 from graphopt.builder import GraphBuilder
 from graphopt.lowering.fuse_row_loops import is_row_local
-from graphopt.lowering.graph_to_linalg import lower_group
+from graphopt.lowering.convert_graph_to_linalg import lower_group
 
 
 def single_op(shape, build):

@@ -11,7 +11,8 @@ from xdsl.dialects.linalg.ops import GenericOp, YieldOp
 
 import graphopt
 from graphopt.dialects import graph
-from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, ConvertGraphToLinalgPass, supports
+from graphopt.lowering.convert_graph_to_linalg import ConvertGraphToLinalgPass, supports
+from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR
 from graphopt.transforms.canonicalize import CanonicalizePass
 from graphopt.transforms.fuse import FusePass
 

@@ -16,7 +16,7 @@ from graphopt.backends import get_backend
 from graphopt.backends.measure import canonical_text, standalone
 from graphopt.builder import GraphBuilder
 from graphopt.dialects import graph
-from graphopt.lowering.graph_to_linalg import ConvertGraphToLinalgPass
+from graphopt.lowering.convert_graph_to_linalg import ConvertGraphToLinalgPass
 from graphopt.lowering.jit import KernelArgumentError, aligned_empty, compile_module
 from graphopt.lowering.packed_gemm import PANEL, VECTOR, pack_panels, packed_size
 from graphopt.transforms.fuse import FusePass

@@ -48,7 +48,7 @@ from graphopt.dialects.graph import Graph
 from graphopt.errors import GraphoptError
 from graphopt.lowering import get_all_passes as get_lowering_passes
 from graphopt.lowering.graph_to_cuda import ConvertGraphToCudaPass
-from graphopt.lowering.graph_to_linalg import ConvertGraphToLinalgPass
+from graphopt.lowering.convert_graph_to_linalg import ConvertGraphToLinalgPass
 from graphopt.lowering.jit import optimized_llvm_ir
 from graphopt.lowering.ptx import DEFAULT_ARCH, ptx
 from graphopt.lowering.to_llvm import to_llvm_passes

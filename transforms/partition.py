@@ -46,7 +46,7 @@ from xdsl.utils.exceptions import PassFailedException
 from graphopt.backends import backend_names, get_backend
 from graphopt.backends.measure import CostCache, measure_all
 from graphopt.dialects import graph
-from graphopt.lowering.graph_to_linalg import single_op_kernel_name
+from graphopt.lowering.convert_graph_to_linalg import single_op_kernel_name
 from graphopt.transforms.fuse import _GroupNamer, _sort_topologically
 
 PIN = "graph.backend"
