@@ -62,6 +62,7 @@ from graphopt.lowering.linalg.matmul import lower_matmul
 from graphopt.lowering.linalg.pool import lower_pool2d
 from graphopt.lowering.linalg.reduction import COMBINES, lower_layer_norm, lower_reduce, lower_softmax
 from graphopt.lowering.linalg.scalar import SCALAR_BUILDERS
+from graphopt.lowering.linalg.schedule import SCHEDULES, PlainSchedule
 
 
 LOWERINGS: dict[str, Callable[[Kernel, graph.GraphOp, SSAValue], None]] = {
@@ -156,19 +157,19 @@ def replace_module_contents(module: ModuleOp, ops: list[Operation]) -> None:
 
 
 def lower_group(
-    op: Operation, name: str | None = None, cpu_schedules: bool = True, pack_weights: bool = True
+    op: Operation, name: str | None = None, schedule: PlainSchedule = SCHEDULES["cpu"], pack_weights: bool = True
 ) -> func.FuncOp:
     """The kernel of a `graph.fused` or of a single graph op (named `name`, default: the group's).
 
     Without `pack_weights`, the packed GEMM's panel arguments carry no value (`Kernel.finish`):
     enough to tell whether and how the group lowers, not to run it.
 
-    `cpu_schedules=False` keeps plain one-output loop nests (for the CUDA lowering, which
+    `schedule` is the CPU's, or the plain one-output loop nests (for the CUDA lowering, which
     tiles matmuls and reduces rows itself). Raises Unsupported with the reason when the group cannot be lowered.
     """
     group = Group.of(op, name)
     heavy = _check_ops(group)
-    kernel = Kernel(group, cpu_schedules)
+    kernel = Kernel(group, schedule)
     if heavy:
         _lower_anchored(kernel, heavy[0])
     else:
@@ -212,20 +213,26 @@ class ConvertGraphToLinalgPass(ModulePass):
 
     Top-level graph.constant ops and fallback-mode groups are data and reference code for
     the runtime, not kernels. A group that cannot be lowered fails the pass with the reason.
+    `schedule` names the loop schedule (`linalg/schedule.py`): `cpu` (default) or `plain`.
     """
 
     name = "convert-graph-to-linalg"
 
     entry: str = "main"
+    schedule: str = "cpu"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         main = SymbolTable.lookup_symbol(op, self.entry)
         if not isinstance(main, func.FuncOp):
             raise PassFailedException(f"convert-graph-to-linalg: no function @{self.entry}")
+        if self.schedule not in SCHEDULES:
+            raise PassFailedException(
+                f"convert-graph-to-linalg: schedule={self.schedule}, expected one of {', '.join(SCHEDULES)}"
+            )
         kernels = []
         for node, name in kernel_sources(main):
             try:
-                kernels.append(lower_group(node, name))
+                kernels.append(lower_group(node, name, SCHEDULES[self.schedule]))
             except Unsupported as e:
                 raise PassFailedException(f"convert-graph-to-linalg: {name}: {e}") from None
         replace_module_contents(op, kernels + ukernels.declarations(kernels))

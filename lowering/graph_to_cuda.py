@@ -65,6 +65,7 @@ from graphopt.dialects import cuda, graph
 from graphopt.dialects.attributes import is_float
 from graphopt.lowering.linalg.abi import KERNEL_ATTR as LINALG_KERNEL_ATTR
 from graphopt.lowering.convert_graph_to_linalg import kernel_sources, lower_group, replace_module_contents
+from graphopt.lowering.linalg.schedule import SCHEDULES
 from graphopt.lowering.linalg.abi import Unsupported
 
 THREADS_PER_BLOCK = 256
@@ -539,7 +540,7 @@ def lower_group_to_cuda(op: Operation, name: str | None = None) -> CudaKernel:
     members = list(op.body.block.ops) if isinstance(op, graph.FusedOp) else [op]
     if any(isinstance(member, (graph.Conv2dOp, graph.Pool2dOp)) for member in members):
         raise Unsupported("cuda: convolution and pooling are not lowered to CUDA yet")
-    function = lower_group(op, name, cpu_schedules=False)
+    function = lower_group(op, name, SCHEDULES["plain"])
     _check_math(function)
     del function.attributes[LINALG_KERNEL_ATTR]
     function.attributes[cuda.KERNEL_ATTR] = UnitAttr()

@@ -25,7 +25,7 @@ from graphopt.dialects.attributes import dense_to_numpy
 from graphopt.lowering.fuse_row_loops import ROW_LOCAL_ATTR, is_row_local
 from graphopt.lowering.convert_graph_to_linalg import lower_group
 from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR, Group, Unsupported
-from graphopt.lowering.linalg.matmul import packed_matmuls
+from graphopt.lowering.linalg.schedule import packed_matmuls
 from graphopt.lowering.jit import ArgumentSpec, KernelArgumentError, aligned_array, compile_module
 from graphopt.lowering.row_split import RowSplit, row_chunk_kernel, row_split
 from graphopt.lowering.thread_pool import ChunkedEntries, ChunkedKernel, ThreadPool, usable_cores

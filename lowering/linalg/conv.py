@@ -67,7 +67,7 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> None:
       output channels, so LLVM keeps their weights in registers and vectorizes p;
     - out[n, o, oh, ow] = acc[n, o, oh * R + ow].
     """
-    if kernel.cpu_schedules and direct_conv.applies(op.x.type, op.w.type, op.result.type, op.get("groups")):
+    if kernel.schedule.direct_conv(op):
         phases, row = _conv_phases(kernel, op, direct_conv.SLACK)
         operands = [phases, kernel.materialize(op.w), out]
         name = direct_conv.name([v.type for v in operands], row, op.get("dilations"))

@@ -33,12 +33,12 @@ from graphopt.dialects.attributes import dense_from_numpy, dense_to_numpy, is_fl
 from graphopt.lowering import packed_gemm
 from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR, KERNEL_ATTR, Unsupported
 from graphopt.lowering.linalg.indexing import INDEX_RULES, SELECTING_RULES, dims_of, operand_indices, shape_of
-from graphopt.lowering.linalg.matmul import packed_matmuls
 from graphopt.lowering.linalg.scalar import SCALAR_BUILDERS, element_of
 
 if TYPE_CHECKING:
     from graphopt.lowering.linalg.abi import Group
     from graphopt.lowering.linalg.indexing import Index
+    from graphopt.lowering.linalg.schedule import PlainSchedule
 
 
 def _iterators(rank: int, reduced: set[int]) -> list[str]:
@@ -218,12 +218,12 @@ scatters (an NCHW add + relu over 16x8x28x28 ran 7x, over 16x64x7x7 9x, faster m
 class Kernel:
     """The function of one group: argument buffers, temporaries, and the generics over them."""
 
-    def __init__(self, group: Group, cpu_schedules: bool = True):
+    def __init__(self, group: Group, schedule: PlainSchedule):
         self.group = group
-        self.cpu_schedules = cpu_schedules
-        """Whether to use the CPU's loop schedules (blocked matmul; softmax storing its exp terms,
-        its row max a `maxnumf`), or plain one-output nests a GPU lowering maps onto threads."""
-        packed = packed_matmuls(group) if cpu_schedules else {}
+        self.schedule = schedule
+        """The loop schedule (`schedule.py`): the CPU's, or plain one-output nests a GPU lowering
+        maps onto threads."""
+        packed = schedule.packed_matmuls(group)
         constants = [
             op.result
             for op in group.ops
@@ -274,7 +274,7 @@ class Kernel:
         rank = len(shape)
         dims = dims_of(rank)
         selects = any(op.name in SELECTING_RULES for op in self.group.ops)
-        if not self.cpu_schedules or selects or rank < 3 or shape[-1] >= SHORT_LOOP:
+        if not self.schedule.merges_short_rows() or selects or rank < 3 or shape[-1] >= SHORT_LOOP:
             return self.loop(shape, [(buffer, dims) for buffer in buffers])
         flat = dims[-2]
         index = (*dims[:-2], flat // shape[-1], flat % shape[-1])

@@ -14,7 +14,6 @@ from graphopt.lowering.linalg.indexing import broadcast_index, dims_of, shape_of
 from graphopt.lowering.linalg.scalar import by_type, element_of
 
 if TYPE_CHECKING:
-    from graphopt.lowering.linalg.abi import Group
     from graphopt.lowering.linalg.loop_body import Kernel
 
 
@@ -25,7 +24,7 @@ def lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
     ukernel (`packed_gemm`). Otherwise:
     The loops run (batch..., m, k, n): the reduction sits outside the contiguous n loop, so
     the innermost loop is out[m, :] += a[m, k] * b[k, :], which LLVM vectorizes. When every
-    dim is a multiple of its block (`_matmul_blocks`), they run blocked
+    dim is a multiple of its block (`schedule.matmul_blocks`), they run blocked
     (batch..., mb, nb, kb, mi, ki, ni): a KB x NB block of b stays in cache while MB rows use it.
     """
     if op.b in kernel.panels:
@@ -36,7 +35,7 @@ def lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
     rank = len(out_shape)
     m_size, k_size, n_size = out_shape[-2], shape_of(op.a)[-1], out_shape[-1]
     kernel.fill(out, 0)
-    blocks = _matmul_blocks(m_size, k_size, n_size) if kernel.cpu_schedules else None
+    blocks = kernel.schedule.matmul_blocks(m_size, k_size, n_size)
     if blocks is None:
         dims = dims_of(rank + 1)
         batch, (m, k, n) = dims[: rank - 2], dims[rank - 2 :]
@@ -54,32 +53,3 @@ def lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
     b_index = broadcast_index(batch, shape_of(op.b)[:-2], out_shape[:-2]) + (k, n)
     product = by_type(arith.MulfOp, arith.MuliOp)(body, op, body.value(op.a, a_index), body.value(op.b, b_index))
     body.finish([by_type(arith.AddfOp, arith.AddiOp)(body, op, body.output(0), product)])
-
-
-def packed_matmuls(group: Group) -> dict[graph.MatmulOp, None]:
-    """The group's matmuls that run as the packed GEMM ukernel, in order (an ordered set): those
-    whose b is a constant (inside the group or a graph.constant outside it) and whose types it takes."""
-    return {
-        op: None
-        for op in group.ops
-        if isinstance(op, graph.MatmulOp)
-        and group.constant_value(op.b) is not None
-        and packed_gemm.packs(op.a.type, op.b.type, op.result.type)
-    }
-
-
-MATMUL_BLOCKS = (32, 128, 256)
-"""Block sizes (MB, KB, NB) of a blocked matmul, picked by measurement: a KB x NB block of b
-(128 KiB of f32) stays in L2 while MB rows use it, a row segment of out (1 KiB) in L1."""
-
-
-def _matmul_blocks(m: int, k: int, n: int) -> tuple[int, int, int] | None:
-    """MATMUL_BLOCKS when they divide (m, k, n) and b is more than one block, else None.
-
-    Other shapes stay unblocked rather than take blocks that divide them: those could be
-    tiny (a prime dim) and would need a block search per shape.
-    """
-    _, k_block, n_block = MATMUL_BLOCKS
-    if any(size % block for size, block in zip((m, k, n), MATMUL_BLOCKS)) or (k <= k_block and n <= n_block):
-        return None
-    return MATMUL_BLOCKS

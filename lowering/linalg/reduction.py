@@ -122,12 +122,12 @@ def lower_softmax(kernel: Kernel, op: graph.AxisNormalizationOp, out: SSAValue) 
         return m(arith.SubfOp, body.read(src, body.dims), body.read(row_max, _kept(body.dims, reduced)))
 
     row_max = _row_statistic(
-        kernel, x, reduced, arith.MaxnumfOp if kernel.cpu_schedules else arith.MaximumfOp,
+        kernel, x, reduced, kernel.schedule.softmax_row_max(),
         graph.ReduceMaxOp.IDENTITY.of(element),
         lambda body: body.read(src, body.dims),
     )
     is_softmax = isinstance(op, graph.SoftmaxOp)
-    store_terms = is_softmax and kernel.cpu_schedules
+    store_terms = is_softmax and kernel.schedule.softmax_stores_terms()
     row_sum = _row_statistic(
         kernel, x, reduced, arith.AddfOp, graph.ReduceSumOp.IDENTITY.of(element), lambda body: body.emit(mathd.ExpOp(shifted(body, row_max))),
         terms_into=out if store_terms else None,
