@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,7 @@ from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
+    DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FloatAttr,
     IndexType,
@@ -209,6 +211,19 @@ class LoopBody:
         return generic
 
 
+_PACKED_PANELS: weakref.WeakKeyDictionary[DenseIntOrFPElementsAttr, DenseIntOrFPElementsAttr] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def packed_panels(b: DenseIntOrFPElementsAttr) -> DenseIntOrFPElementsAttr:
+    """`packed_gemm.pack_panels` of constant b, packed once while b lives (a group is lowered
+    for its placement and again for the JIT; packing a 768x3072 b takes about 10 ms)."""
+    if b not in _PACKED_PANELS:
+        _PACKED_PANELS[b] = dense_from_numpy(packed_gemm.pack_panels(dense_to_numpy(b)))
+    return _PACKED_PANELS[b]
+
+
 SHORT_LOOP = 64
 """A parallel loop whose innermost dim is shorter than this runs its last two dims as one on the
 CPU: LLVM would unroll the short loop whole and vectorize the loop around it with gathers and
@@ -314,8 +329,7 @@ class Kernel:
         kernel to inspect, not to run: packing a 768x3072 b takes about 10 ms)."""
         if pack_weights:
             self.constant_args += [
-                dense_from_numpy(packed_gemm.pack_panels(dense_to_numpy(self.group.constant_value(b))))
-                for b in self.weights
+                packed_panels(self.group.constant_value(b)) for b in self.weights
             ]
         for buffer in self.temporaries:
             self.builder.insert(memref.DeallocOp.get(buffer))
