@@ -1,4 +1,4 @@
-"""Row chunks on the native thread pool (`lowering/thread_pool.py`) against one thread and against
+"""Row chunks on the native thread pool (`graphopt/runtime/thread_pool.py`) against one thread and against
 a Python ThreadPoolExecutor running the same chunk functions (how graphopt ran them before):
 whole compiled models and single kernels, interleaved in one run.
 

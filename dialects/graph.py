@@ -15,6 +15,7 @@ Each op class carries its fusion `category` (see `Category`), its attribute defa
 
 from __future__ import annotations
 
+import math
 from abc import ABC
 from collections.abc import Mapping, Sequence
 from enum import Enum
@@ -223,10 +224,31 @@ class BinaryElementwiseOp(GraphOp, ABC):
         return element
 
 
+class Identity(str, Enum):
+    """The value a reduction starts from: combining it with any element leaves the element."""
+
+    ZERO = "zero"
+    LOWEST = "lowest"
+    HIGHEST = "highest"
+
+    def of(self, element: Attribute) -> float | int:
+        """This identity as a value of `element`, a float or a signed integer type: 0, the
+        lowest value (-inf, -2^(w-1)) or the highest (inf, 2^(w-1) - 1)."""
+        if self is Identity.ZERO:
+            return 0
+        if is_float(element):
+            return -math.inf if self is Identity.LOWEST else math.inf
+        bits = element.width.data - 1
+        return -(2**bits) if self is Identity.LOWEST else 2**bits - 1
+
+
 class ReductionOp(GraphOp, ABC):
-    """`%y = graph.reduce_<kind> %x {axes = array<i64: 1>, keepdims = false} : (X) -> Y`."""
+    """`%y = graph.reduce_<kind> %x {axes = array<i64: 1>, keepdims = false} : (X) -> Y`.
+
+    `IDENTITY` is the value a reduction over no element gives (mean divides it by 0)."""
 
     CATEGORY: ClassVar[Category] = Category.REDUCTION
+    IDENTITY: ClassVar[Identity]
     DEFAULTS: ClassVar[Mapping[str, object]] = {"keepdims": False}
     x = operand_def(TensorType)
     axes = attr_def(DenseArrayBase.constr(i64))
@@ -803,6 +825,7 @@ class ReduceSumOp(ReductionOp):
     """`%y = graph.reduce_sum %x {axes = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4xf32>`."""
 
     name = "graph.reduce_sum"
+    IDENTITY: ClassVar[Identity] = Identity.ZERO
 
 
 @irdl_op_definition
@@ -810,6 +833,7 @@ class ReduceMeanOp(ReductionOp):
     """`%y = graph.reduce_mean %x {axes = array<i64: -1>, keepdims = true} : (tensor<4x8xf32>) -> tensor<4x1xf32>`."""
 
     name = "graph.reduce_mean"
+    IDENTITY: ClassVar[Identity] = Identity.ZERO
     FLOAT_ONLY: ClassVar[bool] = True
 
 
@@ -818,6 +842,7 @@ class ReduceMaxOp(ReductionOp):
     """`%y = graph.reduce_max %x {axes = array<i64: 0>} : (tensor<4x8xf32>) -> tensor<8xf32>`; NaN propagates."""
 
     name = "graph.reduce_max"
+    IDENTITY: ClassVar[Identity] = Identity.LOWEST
 
 
 @irdl_op_definition
@@ -825,6 +850,7 @@ class ReduceMinOp(ReductionOp):
     """`%y = graph.reduce_min %x {axes = array<i64: 0>} : (tensor<4x8xf32>) -> tensor<8xf32>`; NaN propagates."""
 
     name = "graph.reduce_min"
+    IDENTITY: ClassVar[Identity] = Identity.HIGHEST
 
 
 @irdl_op_definition

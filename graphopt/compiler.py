@@ -6,18 +6,19 @@
     (y,) = exe(x)                                         # NumPy arrays in, fresh arrays out
     print(exe.report())                                   # one line per step: where and how it runs
 
-compile runs the pipeline `fuse,partition` (graph-opt --fuse --partition; with `fuse=False`
-partition alone, greedy, so each op is a group of its own). The plan is then a list of steps in
-@main's order: each `graph.fused` group runs as one kernel of the backend that partitioning put
-it on (its `backend` attribute), and `report()` says why a step is not on the first backend
-asked for (its `graph.placement_reason`). The Executable decides no placement. Constants are
-materialized once at compile time. Intermediate buffers are planned at compile time (a buffer
-is reused once the last step reading its value has run) and allocated once per calling thread,
-so calls from several threads are safe. Consecutive steps whose kernels are native functions
-(`NativeEntry`: the cpu backend's) run as one generated native function that calls them in
-turn, reading array addresses from the calling thread's table: a whole cpu-only module is one
-call from Python. `threads` (default: the GRAPHOPT_THREADS environment variable, else the
-number of CPUs) is how many threads a backend may use for one kernel.
+compile runs the pipeline `canonicalize,fuse,partition` (graph-opt --canonicalize --fuse
+--partition, `exe.pipeline` holds its text with options; with `fuse=False` no fuse, greedy, so
+each op is a group of its own). The plan is then a list of steps in @main's order: each
+`graph.fused` group runs as one kernel of the backend that partitioning put it on (its
+`backend` attribute), and `report()` says why a step is not on the first backend asked for (its
+`graph.placement_reason`). The Executable decides no placement. Constants are materialized once
+at compile time. Intermediate buffers are planned at compile time (a buffer is reused once the
+last step reading its value has run) and allocated once per calling thread, so calls from
+several threads are safe. Consecutive steps whose kernels are native functions (`NativeEntry`:
+the cpu backend's) run as one generated native function that calls them in turn, reading array
+addresses from the calling thread's table: a whole cpu-only module is one call from Python.
+`threads` (default: the GRAPHOPT_THREADS environment variable, else the number of CPUs) is how
+many threads a backend may use for one kernel.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from graphopt.interpreter import check_arguments
 from graphopt.parsing import make_context
 from graphopt.runtime.arrays import ALIGNMENT, aligned_array, aligned_empty
 from graphopt.runtime.jit import CallSequence, NativeCall
+from graphopt.transforms.canonicalize import CanonicalizePass
 from graphopt.transforms.fuse import FusePass
 from graphopt.transforms.partition import PLACEMENT_REASON
 
@@ -90,20 +92,26 @@ def compile(
     if threads < 1:
         raise GraphoptError(f"threads must be at least 1, got {threads}")
     module = module.clone()
-    passes = [FusePass()] if fuse else []
+    passes = [CanonicalizePass(), *([FusePass()] if fuse else [])]
     passes.append(RegistryPartitionPass(backends=tuple(backends), search=search if fuse else "greedy", measure=measure,
                                         cache=os.fspath(cost_cache or ""), threads=threads))
     ctx = make_context()
+    pipeline = ",".join(str(graph_pass.pipeline_pass_spec()) for graph_pass in passes)
     for graph_pass in passes:
         try:
             graph_pass.apply(ctx, module)
         except PassFailedException as e:
             raise GraphoptError(str(e)) from None
-    return Executable(module, entry, threads)
+    executable = Executable(module, entry, threads)
+    executable.pipeline = pipeline
+    return executable
 
 
 class Executable:
     """A compiled module: call it with NumPy arrays, one per argument of the entry function."""
+
+    pipeline: str = ""
+    """The graph-level passes that made `module`, as `graph-opt -p` text (set by graphopt.compile)."""
 
     def __init__(self, module: ModuleOp, entry: str, threads: int = 1):
         self.module = module

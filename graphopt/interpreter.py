@@ -203,27 +203,24 @@ def gather(op, data, indices):
 # ----------------------------------------------------------------------------------------
 
 
-def _lowest(dtype: np.dtype):
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
-
-
-def _highest(dtype: np.dtype):
-    return np.inf if dtype.kind == "f" else np.iinfo(dtype).max
-
-
 REDUCTIONS: dict[str, Callable[..., np.ndarray]] = {
-    "graph.reduce_sum": lambda x, axis, keepdims: np.sum(x, axis, x.dtype, keepdims=keepdims),
-    "graph.reduce_mean": lambda x, axis, keepdims: (
+    "graph.reduce_sum": lambda x, axis, keepdims, identity: np.sum(x, axis, x.dtype, keepdims=keepdims),
+    "graph.reduce_mean": lambda x, axis, keepdims, identity: (
         np.sum(x, axis, x.dtype, keepdims=keepdims) / math.prod(x.shape[a] for a in axis)
     ),
-    "graph.reduce_max": lambda x, axis, keepdims: np.max(x, axis, keepdims=keepdims, initial=_lowest(x.dtype)),
-    "graph.reduce_min": lambda x, axis, keepdims: np.min(x, axis, keepdims=keepdims, initial=_highest(x.dtype)),
+    "graph.reduce_max": lambda x, axis, keepdims, identity: np.max(x, axis, keepdims=keepdims, initial=identity),
+    "graph.reduce_min": lambda x, axis, keepdims, identity: np.min(x, axis, keepdims=keepdims, initial=identity),
 }
-"""Over an empty set: sum 0, mean NaN, max the lowest value, min the highest (ONNX)."""
+"""Over an empty set: sum 0, mean NaN, max the lowest value, min the highest (ONNX): the op's
+`IDENTITY`."""
 
 
 def _reduction(reduce: Callable[..., np.ndarray]) -> OpFunction:
-    return lambda op, x: reduce(x, tuple(op.get("axes")), op.get("keepdims"))
+    def run(op, x):
+        identity = op.IDENTITY.of(op.x.type.get_element_type())
+        return reduce(x, tuple(op.get("axes")), op.get("keepdims"), identity)
+
+    return run
 
 
 def softmax(op, x):

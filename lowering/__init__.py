@@ -7,7 +7,7 @@ from xdsl.passes import ModulePass
 from graphopt.pass_registry import lazy_passes
 
 PASSES = {
-    "convert-graph-to-linalg": ("graph_to_linalg", "ConvertGraphToLinalgPass"),
+    "convert-graph-to-linalg": ("convert_graph_to_linalg", "ConvertGraphToLinalgPass"),
     "mark-row-local": ("mark_row_local", "MarkRowLocalPass"),
     "fuse-row-loops": ("fuse_row_loops", "FuseRowLoopsPass"),
     "convert-arith-to-llvm": ("convert_arith_to_llvm", "ConvertArithToLLVMPass"),

@@ -1,7 +1,7 @@
 """The direct convolution ukernel: an f32 conv2d (groups 1) with its output tile in registers.
 
 The cpu lowering copies x, zero-padded, into stride phases (`_conv_phases` in
-graph_to_linalg.py: phases[n, c, a, b, i * R + j] = padded x[n, c, i * sh + a, j * sw + b]),
+linalg/conv.py: phases[n, c, a, b, i * R + j] = padded x[n, c, i * sh + a, j * sw + b]),
 so every tap of the window reads a row of output columns contiguously, and calls a ukernel
 generated for the shapes, with R and the dilations in its name:
 

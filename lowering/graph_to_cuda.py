@@ -63,8 +63,10 @@ from xdsl.utils.exceptions import PassFailedException
 
 from graphopt.dialects import cuda, graph
 from graphopt.dialects.attributes import is_float
-from graphopt.lowering.graph_to_linalg import KERNEL_ATTR as LINALG_KERNEL_ATTR
-from graphopt.lowering.graph_to_linalg import Unsupported, kernel_sources, lower_group, replace_module_contents
+from graphopt.lowering.linalg.abi import KERNEL_ATTR as LINALG_KERNEL_ATTR
+from graphopt.lowering.convert_graph_to_linalg import kernel_sources, lower_group, replace_module_contents
+from graphopt.lowering.linalg.schedule import SCHEDULES
+from graphopt.lowering.linalg.abi import Unsupported
 
 THREADS_PER_BLOCK = 256
 """Block size of elementwise kernels, and the most threads a row kernel uses."""
@@ -89,22 +91,15 @@ GPU_MATH: dict[type[Operation], bool] = {
 """Math ops NVPTX compiles without libdevice -> whether only on f32 (expanded inline by convert-math-to-llvm)."""
 
 
-def _identity(element: Attribute, low: bool) -> float | int:
-    if is_float(element):
-        return -math.inf if low else math.inf
-    bits = element.width.data - 1
-    return -(2**bits) if low else 2**bits - 1
-
-
-COMBINE_IDENTITIES: dict[type[Operation], Callable[[Attribute], float | int]] = {
-    arith.AddfOp: lambda element: 0.0,
-    arith.AddiOp: lambda element: 0,
-    arith.MaximumfOp: lambda element: _identity(element, low=True),
-    arith.MaxSIOp: lambda element: _identity(element, low=True),
-    arith.MinimumfOp: lambda element: _identity(element, low=False),
-    arith.MinSIOp: lambda element: _identity(element, low=False),
+COMBINED_REDUCTIONS: dict[type[Operation], type[graph.ReductionOp]] = {
+    arith.AddfOp: graph.ReduceSumOp,
+    arith.AddiOp: graph.ReduceSumOp,
+    arith.MaximumfOp: graph.ReduceMaxOp,
+    arith.MaxSIOp: graph.ReduceMaxOp,
+    arith.MinimumfOp: graph.ReduceMinOp,
+    arith.MinSIOp: graph.ReduceMinOp,
 }
-"""Combining op of a reduction -> the value that leaves any element unchanged."""
+"""Combining op of a reduction -> the graph reduction it computes (whose `IDENTITY` starts it)."""
 
 
 @dataclass
@@ -388,8 +383,8 @@ class RowKernel(GenericMapper):
         (out_arg,) = _output_args(generic)
         (result,) = self.body_results(generic)
         combine = result.owner
-        identity = COMBINE_IDENTITIES.get(type(combine))
-        if identity is None or out_arg not in combine.operands:
+        reduction = COMBINED_REDUCTIONS.get(type(combine))
+        if reduction is None or out_arg not in combine.operands:
             raise Unsupported("cuda: the reduction does not combine with add, max or min")
         element = out_arg.type
         if not (isinstance(element, Float32Type) or element == i32):
@@ -398,7 +393,7 @@ class RowKernel(GenericMapper):
         def fold(inner: DeviceCode, a: SSAValue, b: SSAValue) -> SSAValue:
             return inner.emit(combine.clone(value_mapper={combine.operands[0]: a, combine.operands[1]: b}))
 
-        start = code.constant(identity(element), element)
+        start = code.constant(reduction.IDENTITY.of(element), element)
         (partial,) = self.over_row(code, [start], lambda inner, dims, carried: self.body(inner, generic, dims, {out_arg: carried[0]}))
         total = self.block_total(code, partial, fold, start)
         buffer, map_ = generic.outputs[0], _maps(generic)[-1]
@@ -545,7 +540,7 @@ def lower_group_to_cuda(op: Operation, name: str | None = None) -> CudaKernel:
     members = list(op.body.block.ops) if isinstance(op, graph.FusedOp) else [op]
     if any(isinstance(member, (graph.Conv2dOp, graph.Pool2dOp)) for member in members):
         raise Unsupported("cuda: convolution and pooling are not lowered to CUDA yet")
-    function = lower_group(op, name, cpu_schedules=False)
+    function = lower_group(op, name, SCHEDULES["plain"])
     _check_math(function)
     del function.attributes[LINALG_KERNEL_ATTR]
     function.attributes[cuda.KERNEL_ATTR] = UnitAttr()

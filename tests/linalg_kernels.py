@@ -25,7 +25,8 @@ from xdsl.interpreters.linalg import LinalgFunctions
 
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
-from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, lower_group
+from graphopt.lowering.convert_graph_to_linalg import lower_group
+from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR
 from graphopt.transforms.fuse import FusePass
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])

@@ -11,7 +11,7 @@ from xdsl.parser import Parser
 import graphopt
 from graphopt.backends import cpu
 from graphopt.builder import GraphBuilder
-from graphopt.lowering.graph_to_linalg import lower_group
+from graphopt.lowering.convert_graph_to_linalg import lower_group
 from graphopt.lowering.row_split import row_split
 from graphopt.runtime.thread_pool import usable_cores
 from graphopt.parsing import make_context

@@ -1,6 +1,6 @@
 """conv2d and pooling groups as the cpu backend compiles them (one thread, and split by rows over
 two), against the interpreter: the conv schedule over stride phases with its blocks of output
-channels and a zero pad folded into its padding, and pooling with an elementwise prologue."""
+channels and a zero pad folded into its padding (by canonicalize, as compile runs it), and pooling with an elementwise prologue."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ import graphopt
 from graphopt.backends import cpu, get_backend
 from graphopt.dialects import graph
 from graphopt.dialects.shapes import conv2d, pool2d
-from graphopt.lowering.graph_to_linalg import lower_group
+from graphopt.lowering.convert_graph_to_linalg import lower_group
 from graphopt.lowering.row_split import row_split
+from graphopt.parsing import make_context
+from graphopt.transforms.canonicalize import CanonicalizePass
 
 
 def group_module(inputs: list[tuple[int, ...]], body: str, result: tuple[int, ...], dtype: str = "f32"):
@@ -70,7 +72,8 @@ CONVOLUTIONS = [
 @pytest.mark.parametrize("x, w, strides, dilations, padding, groups", CONVOLUTIONS)
 @pytest.mark.parametrize("pad_op", [False, True], ids=["padding", "pad_op"])
 def test_conv2d_bias_relu(x, w, strides, dilations, padding, groups, pad_op):
-    """With `pad_op`, the padding comes from a zero graph.pad in the group, folded into the conv."""
+    """With `pad_op`, the padding comes from a zero graph.pad in the group, folded into the conv
+    by canonicalize (as compile runs it before fusion)."""
     out = conv2d(x, w, strides, dilations, padding, groups)
     attributes = f"strides = {array(strides)}, dilations = {array(dilations)}, groups = {groups} : i64"
     if pad_op:
@@ -93,6 +96,7 @@ def test_conv2d_bias_relu(x, w, strides, dilations, padding, groups, pad_op):
         f"    %y = graph.relu %s : {tensor(out)}\n"
     )
     module = group_module([x, w, bias], body, out)
+    CanonicalizePass().apply(make_context(), module)
     check_group(module, [sample(x), sample(w, seed=1, specials=False), sample(bias, seed=2)])
 
 

@@ -5,8 +5,8 @@ import pytest
 
 import graphopt
 from graphopt.builder import GraphBuilder
+from graphopt.lowering.convert_graph_to_linalg import lower_group
 from graphopt.lowering.mark_row_local import is_row_local
-from graphopt.lowering.graph_to_linalg import lower_group
 
 
 def single_op(shape, build):

@@ -11,7 +11,9 @@ from xdsl.dialects.linalg.ops import GenericOp, YieldOp
 
 import graphopt
 from graphopt.dialects import graph
-from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, ConvertGraphToLinalgPass, supports
+from graphopt.lowering.convert_graph_to_linalg import ConvertGraphToLinalgPass, supports
+from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR
+from graphopt.transforms.canonicalize import CanonicalizePass
 from graphopt.transforms.fuse import FusePass
 
 SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], np.float32)
@@ -623,7 +625,8 @@ def test_conv2d_body_computes_a_block_of_output_channels_with_fused_multiply_add
 
 
 @pytest.mark.parametrize("value, folded", [(0.0, True), (-0.0, False), (1.0, False)])
-def test_conv2d_folds_a_zero_pad_of_its_input_into_its_padding(value, folded):
+def test_conv2d_lowers_a_zero_pad_canonicalize_folded_into_its_padding(value, folded):
+    """canonicalize folds a zero pad of H and W into the conv's padding (compile runs it)."""
     text = f"""
 func.func @main(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x6x5xf32> {{
   %0 = graph.fused(%x, %w) {{name = "g", mode = "compile"}} : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x6x5xf32> {{
@@ -635,6 +638,9 @@ func.func @main(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x
   func.return %0 : tensor<1x3x6x5xf32>
 }}
 """
+    module = graphopt.parse(text)
+    CanonicalizePass().apply(Context(), module)
+    text = str(module)
     (kernel,) = kernels(text)
     allocs = [buffer.type.get_shape() for buffer in data_buffers(kernel)]
     if folded:  # x itself copied into the phases: padded to 8 x 7, rows of 7 (6 x 7 outputs + reach 16)

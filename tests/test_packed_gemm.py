@@ -16,7 +16,7 @@ from graphopt.backends import get_backend
 from graphopt.backends.measure import canonical_text, standalone
 from graphopt.builder import GraphBuilder
 from graphopt.dialects import graph
-from graphopt.lowering.graph_to_linalg import ConvertGraphToLinalgPass
+from graphopt.lowering.convert_graph_to_linalg import ConvertGraphToLinalgPass
 from graphopt.runtime.arrays import aligned_empty
 from graphopt.runtime.jit import KernelArgumentError, compile_module
 from graphopt.lowering.packed_gemm import PANEL, VECTOR, pack_panels, packed_size

@@ -33,8 +33,9 @@ def test_stages_are_graph_opt_pipeline_text():
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_compile_runs_what_graph_opt_prints(example: Path, tmp_path: Path):
     printed = tmp_path / "opt.ll"
-    graph_opt.main([str(example), "--fuse", "--partition=backends=cpu", "-t", "llvm", "-o", str(printed)])
     executable = graphopt.compile(parse_text(example.read_text()), backends=("cpu",), threads=1)
+    assert executable.pipeline.startswith("canonicalize,fuse,partition{")
+    graph_opt.main([str(example), "-p", executable.pipeline, "-t", "llvm", "-o", str(printed)])
     assert executable.llvm_ir() == [printed.read_text()]
 
 

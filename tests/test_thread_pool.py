@@ -1,4 +1,4 @@
-"""The native thread pool (lowering/thread_pool.py): chunks run on the workers and the caller,
+"""The native thread pool (graphopt/runtime/thread_pool.py): chunks run on the workers and the caller,
 concurrent callers and stopped or forked pools run them alone, idle workers go to sleep."""
 
 import ctypes

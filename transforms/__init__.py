@@ -7,6 +7,7 @@ from xdsl.passes import ModulePass
 from graphopt.pass_registry import lazy_passes
 
 PASSES = {
+    "canonicalize": ("canonicalize", "CanonicalizePass"),
     "fuse": ("fuse", "FusePass"),
     "partition": ("partition", "PartitionPass"),
     "outline": ("outline", "OutlinePass"),

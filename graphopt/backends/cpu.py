@@ -10,7 +10,7 @@ Kernels of one `compile` call are JIT-compiled together (one LLVM module).
 A large kernel that is row-parallel (`lowering/row_split.py`) also gets row-chunk variants
 (`<name>_rows<N>`, made here, after the `kernels` stage: graph-opt does not show them) and
 runs as up to `threads` chunks (at most one per usable core) at once on the process's native
-thread pool (`lowering/thread_pool.py`; each chunk starts at a multiple of the split's
+thread pool (`graphopt/runtime/thread_pool.py`; each chunk starts at a multiple of the split's
 granule, so its arguments stay 16-byte aligned). Every kernel is one native function, split
 or not.
 """
@@ -29,7 +29,9 @@ from graphopt.backends import Backend, Kernel, NativeEntry
 from graphopt.backends.costs import group_ops, group_work, machine
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy
-from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR, Group, Unsupported, kernel_sources, lower_group, packed_matmuls
+from graphopt.lowering.convert_graph_to_linalg import kernel_sources, lower_group
+from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR, Group, Unsupported
+from graphopt.lowering.linalg.schedule import packed_matmuls
 from graphopt.lowering.pipelines import CPU
 from graphopt.lowering.row_split import RowSplit, row_chunk_kernel, row_split
 from graphopt.lowering.ukernels import declarations

@@ -28,7 +28,7 @@ from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.errors import GraphoptError
 from graphopt.lowering.graph_to_cuda import CudaKernel, lower_group_to_cuda
 from graphopt.lowering.graph_to_cuda import supports as cuda_supports
-from graphopt.lowering.graph_to_linalg import CONSTANT_ARG_ATTR
+from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR
 from graphopt.lowering.ptx import ptx
 
 H100_RATES = MachineRates(bandwidth=3.0e12, blas_flops=60e12, vector_flops=30e12, kernel_overhead=5e-6)

@@ -170,27 +170,6 @@ func.func @main(%x: tensor<1x2x4x4xf32>, %b: tensor<2x1x1xf32>) -> tensor<1x2x2x
 
 // -----
 
-// A zero graph.pad of H and W before a conv2d in its group folds into the conv's padding: x is
-// copied into the padded phase buffer directly (stride 1: one phase, rows of 7 flattened), with
-// no select.
-// CHECK-LABEL: func.func @pad_conv2d(%0: memref<1x1x3x3xf32>, %1: memref<1x1x3x3xf32>, %2: memref<1x1x5x5xf32>)
-// CHECK:         %[[PHASES:.*]] = memref.alloc() : memref<1x1x1x1x51xf32>
-// CHECK-NOT:     arith.select
-// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0, (((d2 * 7) + 14) + (d3 + 2)))>], {{.*}} ins(%0 : memref<1x1x3x3xf32>) outs(%[[PHASES]] : memref<1x1x1x1x51xf32>)
-// CHECK-NOT:     arith.select
-// CHECK:         func.return
-func.func @main(%x: tensor<1x1x3x3xf32>, %w: tensor<1x1x3x3xf32>) -> tensor<1x1x5x5xf32> {
-  %0 = graph.fused(%x, %w) {name = "pad_conv2d", mode = "compile"} : (tensor<1x1x3x3xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x5x5xf32> {
-  ^bb0(%a: tensor<1x1x3x3xf32>, %b: tensor<1x1x3x3xf32>):
-    %1 = graph.pad %a {pads = array<i64: 0, 0, 1, 1, 0, 0, 1, 1>, value = 0.0 : f64} : (tensor<1x1x3x3xf32>) -> tensor<1x1x5x5xf32>
-    %2 = graph.conv2d %1, %b {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x1x5x5xf32>, tensor<1x1x3x3xf32>) -> tensor<1x1x5x5xf32>
-    graph.yield %2 : tensor<1x1x5x5xf32>
-  }
-  func.return %0 : tensor<1x1x5x5xf32>
-}
-
-// -----
-
 // pad inside an elementwise chain: bounds checks on linalg.index, a load at the clamped
 // index, and a select of the pad value; still one generic.
 // CHECK-LABEL: func.func @fused_exp_pad_neg_0(%0: memref<3xf32>, %1: memref<6xf32>)

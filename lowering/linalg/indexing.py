@@ -1,0 +1,148 @@
+"""Index maps: where a graph op reads its operands, given the affine index of its result element
+(broadcast, transpose, reshape, slice; pad, concat and gather select between reads).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import IndexType
+from xdsl.ir import SSAValue
+from xdsl.ir.affine import AffineExpr
+
+from graphopt.dialects import graph
+from graphopt.lowering.linalg.scalar import element_of
+
+if TYPE_CHECKING:
+    from graphopt.lowering.linalg.loop_body import LoopBody
+
+
+Index = tuple[AffineExpr, ...]
+
+
+def dims_of(rank: int) -> Index:
+    return tuple(AffineExpr.dimension(i) for i in range(rank))
+
+
+def broadcast_index(index: Index, shape: Sequence[int], result_shape: Sequence[int]) -> Index:
+    """NumPy broadcasting: leading dims dropped, stretched size-1 dims read at 0."""
+    offset = len(index) - len(shape)
+    return tuple(
+        AffineExpr.constant(0) if size == 1 and full != 1 else e
+        for size, full, e in zip(shape, result_shape[offset:], index[offset:])
+    )
+
+
+def shape_of(value: SSAValue) -> tuple[int, ...]:
+    return tuple(value.type.get_shape())
+
+
+def _transpose_index(op, index: Index) -> Index:
+    source = [AffineExpr.constant(0)] * len(index)
+    for position, axis in enumerate(op.get("perm")):
+        source[axis] = index[position]
+    return tuple(source)
+
+
+def _strides(shape: Sequence[int]) -> list[int]:
+    return [math.prod(shape[i + 1 :]) for i in range(len(shape))]
+
+
+def _reshape_index(op, index: Index) -> Index:
+    """Row-major: the linear position of the result element, split over the operand's dims."""
+    linear = AffineExpr.constant(0)
+    for e, stride in zip(index, _strides(shape_of(op.result))):
+        linear = linear + e * stride
+    shape = shape_of(op.x)
+    source = []
+    for axis, (size, stride) in enumerate(zip(shape, _strides(shape))):
+        e = linear if stride == 1 else linear // stride
+        source.append(AffineExpr.constant(0) if size == 1 else e if axis == 0 else e % size)
+    return tuple(source)
+
+
+def _slice_index(op, index: Index) -> Index:
+    bounds = zip(shape_of(op.x), op.get("starts"), op.get("ends"), op.get("steps"))
+    starts = [slice(*b).indices(size) for size, *b in bounds]
+    return tuple(e * step + start for e, (start, _, step) in zip(index, starts))
+
+
+INDEX_RULES: dict[str, Callable[[graph.GraphOp, Index], Index]] = {
+    "graph.transpose": _transpose_index,
+    "graph.broadcast_to": lambda op, index: broadcast_index(index, shape_of(op.x), shape_of(op.result)),
+    "graph.reshape": _reshape_index,
+    "graph.slice": _slice_index,
+}
+"""Injective op name -> index of its operand element that a result element copies."""
+
+
+def _padded_value(body: LoopBody, x: SSAValue, index: Index, begins: Sequence[int], fill: float) -> SSAValue:
+    """`x` shifted by `begins` and surrounded by `fill`: x[index - begins] where that is inside x, else fill."""
+    inside = None
+    for e, begin, size in zip(index, begins, shape_of(x)):
+        low, high = body.interval(e)
+        checks = [(begin, "sge")] * (low < begin) + [(begin + size, "slt")] * (high >= begin + size)
+        for bound, predicate in checks:
+            check = body.emit(arith.CmpiOp(body.index_value(e), body.index_constant(bound), predicate))
+            inside = check if inside is None else body.emit(arith.AndIOp(inside, check))
+    value = body.value(x, tuple(e - begin for e, begin in zip(index, begins)))
+    if inside is None:
+        return value
+    return body.emit(arith.SelectOp(inside, value, body.constant(fill, element_of(x))))
+
+
+def _pad(body: LoopBody, op: graph.PadOp, index: Index) -> SSAValue:
+    return _padded_value(body, op.x, index, op.get("pads")[: len(index)], op.get("value"))
+
+
+def _concat(body: LoopBody, op: graph.ConcatOp, index: Index) -> SSAValue:
+    """The input whose span along the axis holds the element, read at the offset within it."""
+    axis = op.get("axis") % len(index)
+    position = body.index_value(index[axis])
+    starts = list(itertools.accumulate((shape_of(x)[axis] for x in op.inputs), initial=0))
+    result = None
+    for x, start, end in reversed(list(zip(op.inputs, starts, starts[1:]))):
+        value = body.value(x, index[:axis] + (index[axis] - start,) + index[axis + 1 :])
+        if result is None:
+            result = value
+        else:
+            before_end = body.emit(arith.CmpiOp(position, body.index_constant(end), "slt"))
+            result = body.emit(arith.SelectOp(before_end, value, result))
+    return result
+
+
+def _gather(body: LoopBody, op: graph.GatherOp, index: Index) -> SSAValue:
+    """data at the index whose axis position is read from `indices` (negative wraps, out of range clamps).
+
+    Data computed in the group is computed into a temporary first (its reads are not affine).
+    """
+    data = body.kernel.materialize(op.data)
+    shape = shape_of(op.data)
+    axis = op.get("axis") % len(shape)
+    count = len(shape_of(op.indices))
+    taken = body.value(op.indices, index[axis : axis + count])
+    taken = body.emit(arith.IndexCastOp(taken, IndexType()))
+    negative = body.emit(arith.CmpiOp(taken, body.index_constant(0), "slt"))
+    from_end = body.emit(arith.AddiOp(taken, body.index_constant(shape[axis])))
+    wrapped = body.emit(arith.SelectOp(negative, from_end, taken))
+    outer = [body.index_value(e) for e in index[:axis] + index[axis + count :]]
+    return body.emit(memref.LoadOp.get(data, outer[:axis] + [body.clamp(wrapped, shape[axis])] + outer[axis:]))
+
+
+SELECTING_RULES: dict[str, Callable[[LoopBody, graph.GraphOp, Index], SSAValue]] = {
+    "graph.pad": _pad,
+    "graph.concat": _concat,
+    "graph.gather": _gather,
+}
+"""Injective op name -> builder of its element at an index from elements of its operands."""
+
+
+def operand_indices(op: graph.GraphOp, index: Index) -> list[Index]:
+    """Where an elementwise op reads each operand (batch_norm's parameters: at the channel)."""
+    if isinstance(op, graph.BatchNormOp):
+        return [index] + [(index[1],)] * 4
+    return [broadcast_index(index, shape_of(o), shape_of(op.results[0])) for o in op.operands]

@@ -1,0 +1,346 @@
+"""`LoopBody` (one linalg.generic: evaluates group values at affine indices of its loop dims) and
+`Kernel` (the function of one group: argument buffers, temporaries, and the generics over them).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from xdsl.builder import Builder
+from xdsl.dialects import arith, func, memref
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    UnitAttr,
+    i64,
+)
+from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
+from xdsl.dialects.linalg.ops import GenericOp, IndexOp
+from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.rewriter import InsertPoint
+
+from graphopt.dialects import graph
+from graphopt.dialects.attributes import dense_from_numpy, dense_to_numpy, is_float
+from graphopt.lowering import packed_gemm
+from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR, KERNEL_ATTR, Unsupported
+from graphopt.lowering.linalg.indexing import INDEX_RULES, SELECTING_RULES, dims_of, operand_indices, shape_of
+from graphopt.lowering.linalg.scalar import SCALAR_BUILDERS, element_of
+
+if TYPE_CHECKING:
+    from graphopt.lowering.linalg.abi import Group
+    from graphopt.lowering.linalg.indexing import Index
+    from graphopt.lowering.linalg.schedule import PlainSchedule
+
+
+def _iterators(rank: int, reduced: set[int]) -> list[str]:
+    return ["reduction" if i in reduced else "parallel" for i in range(rank)]
+
+
+INDEX_ARITHMETIC = {
+    AffineBinaryOpKind.Add: arith.AddiOp,
+    AffineBinaryOpKind.Mul: arith.MuliOp,
+    AffineBinaryOpKind.FloorDiv: arith.FloorDivSIOp,
+    AffineBinaryOpKind.Mod: arith.RemSIOp,
+}
+"""Affine operations on index values (operands are never negative, so mod is remsi)."""
+
+
+def _is_splat(array: np.ndarray) -> bool:
+    flat = array.reshape(-1)
+    return flat.size <= 1 or bool((flat.view(np.uint8).reshape(flat.size, -1) == flat[:1].view(np.uint8)).all())
+
+
+class LoopBody:
+    """One linalg.generic under construction: group values evaluated at affine indices of its dims.
+
+    Each (buffer, index) read becomes an input operand with that indexing map; a read of an
+    output buffer at its own index is the output's block argument (in-place update).
+    """
+
+    def __init__(
+        self, kernel: Kernel, bounds: Sequence[int], reduced: set[int], outputs: Sequence[tuple[SSAValue, Index]],
+        dims: Index | None = None,
+    ):
+        self.kernel = kernel
+        self.bounds = tuple(bounds)
+        self.iterators = _iterators(len(bounds), reduced)
+        self.outputs = list(outputs)
+        self.dims = dims_of(len(bounds)) if dims is None else dims
+        """The index of the element an iteration computes: its loop dims, or expressions of them
+        (`Kernel.elementwise`)."""
+        self.inputs: list[tuple[SSAValue, Index]] = []
+        self.block = Block(arg_types=[element_of(buffer) for buffer, _ in outputs])
+        self.builder = Builder(InsertPoint.at_end(self.block))
+        self.scalars: dict[tuple[SSAValue, Index], SSAValue] = {}
+
+    def emit(self, op: Operation) -> SSAValue:
+        self.builder.insert(op)
+        return op.results[0]
+
+    def constant(self, value: float, element: Attribute) -> SSAValue:
+        if is_float(element):
+            return self.emit(arith.ConstantOp(FloatAttr(float(value), element)))
+        return self.emit(arith.ConstantOp(IntegerAttr(int(value), element)))
+
+    def output(self, position: int) -> SSAValue:
+        """The current value of output `position` (the accumulator of a reduction)."""
+        return self.block.args[len(self.inputs) + position]
+
+    def read(self, buffer: SSAValue, index: Index) -> SSAValue:
+        """The element of `buffer` at `index`.
+
+        An index that may fall outside the buffer (under a pad or concat, whose select then
+        drops the element) loads at the index clamped into the buffer.
+        """
+        for position, (out, out_index) in enumerate(self.outputs):
+            if out is buffer:
+                if out_index != index:
+                    raise Unsupported("an epilogue reads the anchor or reduction result at another element")
+                return self.output(position)
+        key = (buffer, index)
+        if key in self.scalars:
+            return self.scalars[key]
+        shape = buffer.type.get_shape()
+        if not all(self.within(e, size) for e, size in zip(index, shape)):
+            clamped = [
+                self.index_value(e) if self.within(e, size) else self.clamp(self.index_value(e), size)
+                for e, size in zip(index, shape)
+            ]
+            self.scalars[key] = self.emit(memref.LoadOp.get(buffer, clamped))
+        else:
+            self.scalars[key] = self.block.insert_arg(element_of(buffer), len(self.inputs))
+            self.inputs.append(key)
+        return self.scalars[key]
+
+    def interval(self, expr: AffineExpr) -> tuple[int, int]:
+        """The least and greatest value of `expr` over the loop's iteration space."""
+        if isinstance(expr, AffineDimExpr):
+            return 0, self.bounds[expr.position] - 1
+        if isinstance(expr, AffineConstantExpr):
+            return expr.value, expr.value
+        (low, high), (rhs_low, rhs_high) = self.interval(expr.lhs), self.interval(expr.rhs)
+        if expr.kind == AffineBinaryOpKind.Add:
+            return low + rhs_low, high + rhs_high
+        if expr.kind == AffineBinaryOpKind.Mul:
+            products = [a * b for a in (low, high) for b in (rhs_low, rhs_high)]
+            return min(products), max(products)
+        if expr.kind == AffineBinaryOpKind.FloorDiv:
+            return low // rhs_low, high // rhs_low
+        return (0 if low >= 0 else 1 - rhs_low), rhs_low - 1  # remsi keeps the sign of its lhs
+
+    def within(self, expr: AffineExpr, size: int) -> bool:
+        """Whether `expr` always lies in [0, size)."""
+        low, high = self.interval(expr)
+        return low >= 0 and high < size
+
+    def index_constant(self, value: int) -> SSAValue:
+        return self.emit(arith.ConstantOp(IntegerAttr(value, IndexType())))
+
+    def clamp(self, index: SSAValue, size: int) -> SSAValue:
+        """The index value `index` clamped into [0, size)."""
+        below = self.emit(arith.MinSIOp(index, self.index_constant(size - 1)))
+        return self.emit(arith.MaxSIOp(below, self.index_constant(0)))
+
+    def index_value(self, expr: AffineExpr) -> SSAValue:
+        """`expr` computed on the loop's linalg.index values."""
+        if isinstance(expr, AffineDimExpr):
+            return self.emit(IndexOp(expr.position))
+        if isinstance(expr, AffineConstantExpr):
+            return self.index_constant(expr.value)
+        lhs, rhs = self.index_value(expr.lhs), self.index_value(expr.rhs)
+        return self.emit(INDEX_ARITHMETIC[expr.kind](lhs, rhs))
+
+    def value(self, value: SSAValue, index: Index) -> SSAValue:
+        """Scalar code of group value `value` at `index` (each pair computed once)."""
+        key = (value, index)
+        if key not in self.scalars:
+            self.scalars[key] = self._compute(value, index)
+        return self.scalars[key]
+
+    def _compute(self, value: SSAValue, index: Index) -> SSAValue:
+        if value in self.kernel.buffers:
+            return self.read(self.kernel.buffers[value], index)
+        op = value.owner
+        if isinstance(op, graph.ConstantOp):
+            return self.constant(dense_to_numpy(op.value).reshape(-1)[0].item(), element_of(value))
+        if op.name in INDEX_RULES:
+            return self.value(op.operands[0], INDEX_RULES[op.name](op, index))
+        if op.name in SELECTING_RULES:
+            return SELECTING_RULES[op.name](self, op, index)
+        if op.name in SCALAR_BUILDERS:
+            args = [self.value(o, i) for o, i in zip(op.operands, operand_indices(op, index))]
+            return SCALAR_BUILDERS[op.name](self, op, *args)
+        raise Unsupported(f"'{op.name}' cannot be computed inside a loop body")
+
+    def operand_index(self, buffer: SSAValue, index: Index) -> Index:
+        """`index` as an indexing map of `buffer`. A plain loop dim must span the whole operand
+        dim (linalg infers loop bounds from it), so one over part of a dim (a slice, a pooling
+        window's first tap, the interior of a padded copy) is written `d floordiv 1`, an
+        expression linalg only checks against the dim."""
+        partial = lambda e, size: isinstance(e, AffineDimExpr) and self.bounds[e.position] != size
+        return tuple(e // 1 if partial(e, size) else e for e, size in zip(index, buffer.type.get_shape()))
+
+    def finish(self, results: Sequence[SSAValue]) -> GenericOp:
+        """Yield `results` to the outputs and add the generic to the kernel."""
+        self.builder.insert(LinalgYieldOp(*results))
+        rank = len(self.iterators)
+        maps = [AffineMapAttr(AffineMap(rank, 0, self.operand_index(b, index))) for b, index in self.inputs + self.outputs]
+        generic = GenericOp(
+            [buffer for buffer, _ in self.inputs],
+            [buffer for buffer, _ in self.outputs],
+            Region(self.block),
+            maps,
+            [IteratorTypeAttr(IteratorType(kind)) for kind in self.iterators],
+        )
+        try:
+            generic.get_shapes_to_loops_map()
+        except NotImplementedError:
+            raise Unsupported("a loop dimension is not the plain index of any operand (its bound is unknown)") from None
+        self.kernel.builder.insert(generic)
+        return generic
+
+
+_PACKED_PANELS: weakref.WeakKeyDictionary[DenseIntOrFPElementsAttr, DenseIntOrFPElementsAttr] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def packed_panels(b: DenseIntOrFPElementsAttr) -> DenseIntOrFPElementsAttr:
+    """`packed_gemm.pack_panels` of constant b, packed once while b lives (a group is lowered
+    for its placement and again for the JIT; packing a 768x3072 b takes about 10 ms)."""
+    if b not in _PACKED_PANELS:
+        _PACKED_PANELS[b] = dense_from_numpy(packed_gemm.pack_panels(dense_to_numpy(b)))
+    return _PACKED_PANELS[b]
+
+
+SHORT_LOOP = 64
+"""A parallel loop whose innermost dim is shorter than this runs its last two dims as one on the
+CPU: LLVM would unroll the short loop whole and vectorize the loop around it with gathers and
+scatters (an NCHW add + relu over 16x8x28x28 ran 7x, over 16x64x7x7 9x, faster merged; measured)."""
+
+
+class Kernel:
+    """The function of one group: argument buffers, temporaries, and the generics over them."""
+
+    def __init__(self, group: Group, schedule: PlainSchedule):
+        self.group = group
+        self.schedule = schedule
+        """The loop schedule (`schedule.py`): the CPU's, or plain one-output nests a GPU lowering
+        maps onto threads."""
+        packed = schedule.packed_matmuls(group)
+        constants = [
+            op.result
+            for op in group.ops
+            if isinstance(op, graph.ConstantOp)
+            and not _is_splat(dense_to_numpy(op.value))
+            and any(use.operation not in packed or use.index != 1 for use in op.result.uses)
+        ]
+        self.weights = list(dict.fromkeys(op.b for op in packed))
+        """The constant b of each matmul that runs as the ukernel; packed only by `finish`."""
+        weights = self.weights
+        arg_types = [MemRefType(element_of(v), shape_of(v)) for v in group.inputs + constants]
+        arg_types += [MemRefType(element_of(b), (packed_gemm.packed_size(*shape_of(b)),)) for b in weights]
+        arg_types += [MemRefType(element_of(v), shape_of(v)) for v in group.outputs]
+        self.block = Block(arg_types=arg_types)
+        self.builder = Builder(InsertPoint.at_end(self.block))
+        self.constant_args = [c.owner.value for c in constants]
+        """The values of the constant arguments, which follow the inputs (the panels' by `finish`)."""
+        args = list(self.block.args)
+        self.buffers: dict[SSAValue, SSAValue] = dict(zip(group.inputs + constants, args))
+        """Group values already held in a buffer, by value."""
+        constants_end = len(group.inputs) + len(constants)
+        self.panels: dict[SSAValue, SSAValue] = dict(zip(weights, args[constants_end:]))
+        """The packed panels (`packed_gemm.pack_panels`) of each constant b of a matmul that runs as the ukernel."""
+        self.results = args[constants_end + len(weights) :]
+        self.temporaries: list[SSAValue] = []
+        self.extents: dict[int, SSAValue] = {}
+
+    def loop(
+        self, bounds: Sequence[int], outputs: Sequence[tuple[SSAValue, Index]], reduced: set[int] = frozenset()
+    ) -> LoopBody:
+        """A loop nest over `bounds` (dims in `reduced` are reduction dims) writing `outputs`."""
+        return LoopBody(self, bounds, reduced, outputs)
+
+    def parallel(self, buffer: SSAValue) -> LoopBody:
+        """A loop over every element of `buffer`, writing it."""
+        shape = buffer.type.get_shape()
+        return self.loop(shape, [(buffer, dims_of(len(shape)))])
+
+    def elementwise(self, shape: Sequence[int], buffers: Sequence[SSAValue]) -> LoopBody:
+        """A parallel loop over `shape`, writing `buffers` (of that shape) at the element `body.dims`.
+
+        On the CPU, when the last dim is shorter than SHORT_LOOP and there are at least three
+        (d0, which row splitting slices, stays a loop of its own), the last two dims run as one
+        loop dim f: the element's index is (f floordiv W, f mod W), which LLVM folds back into
+        contiguous addresses, and `extent` gives f its bound. Not in a group that selects by
+        index (pad, concat, gather): their index arithmetic would divide once per element.
+        """
+        rank = len(shape)
+        dims = dims_of(rank)
+        selects = any(op.name in SELECTING_RULES for op in self.group.ops)
+        if not self.schedule.merges_short_rows() or selects or rank < 3 or shape[-1] >= SHORT_LOOP:
+            return self.loop(shape, [(buffer, dims) for buffer in buffers])
+        flat = dims[-2]
+        index = (*dims[:-2], flat // shape[-1], flat % shape[-1])
+        bounds = (*shape[:-2], shape[-2] * shape[-1])
+        body = LoopBody(self, bounds, set(), [(buffer, index) for buffer in buffers], index)
+        body.read(self.extent(bounds[-1]), (flat,))
+        return body
+
+    def extent(self, size: int) -> SSAValue:
+        """A buffer of `size` elements, read only to give a loop dim its bound (linalg infers loop
+        bounds from operand shapes, as with its pooling ops' window operand); one per size."""
+        if size not in self.extents:
+            self.extents[size] = self.temporary((size,), i64)
+        return self.extents[size]
+
+    def fill(self, buffer: SSAValue, value: float) -> None:
+        body = self.elementwise(buffer.type.get_shape(), [buffer])
+        body.finish([body.constant(value, element_of(buffer))])
+
+    def temporary(self, shape: Sequence[int], element: Attribute) -> SSAValue:
+        alloc = memref.AllocOp.get(element, shape=list(shape))
+        self.builder.insert(alloc)
+        self.temporaries.append(alloc.memref)
+        return alloc.memref
+
+    def materialize(self, value: SSAValue) -> SSAValue:
+        """A buffer holding group value `value`: its own, or a temporary computed into by a generic now."""
+        if value not in self.buffers:
+            buffer = self.temporary(shape_of(value), element_of(value))
+            body = self.parallel(buffer)
+            body.finish([body.value(value, body.dims)])
+            self.buffers[value] = buffer
+        return self.buffers[value]
+
+    def finish(self, pack_weights: bool = True) -> func.FuncOp:
+        """The kernel function; without `pack_weights`, its panel arguments carry no value (a
+        kernel to inspect, not to run: packing a 768x3072 b takes about 10 ms)."""
+        if pack_weights:
+            self.constant_args += [
+                packed_panels(self.group.constant_value(b)) for b in self.weights
+            ]
+        for buffer in self.temporaries:
+            self.builder.insert(memref.DeallocOp.get(buffer))
+        self.builder.insert(func.ReturnOp())
+        arg_types = [a.type for a in self.block.args]
+        kernel = func.FuncOp(self.group.name, (arg_types, []), Region(self.block))
+        kernel.attributes[KERNEL_ATTR] = UnitAttr()
+        n = len(self.group.inputs)
+        arg_attrs = [{} for _ in arg_types]
+        for position, value in enumerate(self.constant_args):
+            arg_attrs[n + position] = {CONSTANT_ARG_ATTR: value}
+        if self.constant_args:
+            kernel.arg_attrs = ArrayAttr([DictionaryAttr(a) for a in arg_attrs])
+        return kernel

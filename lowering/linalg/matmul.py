@@ -1,0 +1,55 @@
+"""matmul: a loop nest (blocked on the CPU when the dims allow) or the packed GEMM ukernel.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import arith
+from xdsl.ir import SSAValue
+
+from graphopt.dialects import graph
+from graphopt.lowering import packed_gemm, ukernels
+from graphopt.lowering.linalg.indexing import broadcast_index, dims_of, shape_of
+from graphopt.lowering.linalg.scalar import by_type, element_of
+
+if TYPE_CHECKING:
+    from graphopt.lowering.linalg.loop_body import Kernel
+
+
+def lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
+    """out[..., m, n] = sum over k of a[..., m, k] * b[..., k, n]; batch dims broadcast.
+
+    A matmul whose b has packed panels (`packed_matmuls`) is one call of the packed GEMM
+    ukernel (`packed_gemm`). Otherwise:
+    The loops run (batch..., m, k, n): the reduction sits outside the contiguous n loop, so
+    the innermost loop is out[m, :] += a[m, k] * b[k, :], which LLVM vectorizes. When every
+    dim is a multiple of its block (`schedule.matmul_blocks`), they run blocked
+    (batch..., mb, nb, kb, mi, ki, ni): a KB x NB block of b stays in cache while MB rows use it.
+    """
+    if op.b in kernel.panels:
+        operands = [kernel.materialize(op.a), kernel.panels[op.b], out]
+        kernel.builder.insert(ukernels.call(packed_gemm.name([v.type for v in operands]), operands))
+        return
+    out_shape = shape_of(op.result)
+    rank = len(out_shape)
+    m_size, k_size, n_size = out_shape[-2], shape_of(op.a)[-1], out_shape[-1]
+    kernel.fill(out, 0)
+    blocks = kernel.schedule.matmul_blocks(m_size, k_size, n_size)
+    if blocks is None:
+        dims = dims_of(rank + 1)
+        batch, (m, k, n) = dims[: rank - 2], dims[rank - 2 :]
+        body = kernel.loop(out_shape[:-1] + (k_size, n_size), [(out, batch + (m, n))], {rank - 1})
+    else:
+        dims = dims_of(rank + 4)
+        batch, (mb, nb, kb, mi, ki, ni) = dims[: rank - 2], dims[rank - 2 :]
+        (m_block, k_block, n_block), counts = blocks, (m_size // blocks[0], k_size // blocks[1], n_size // blocks[2])
+        m, k, n = mb * m_block + mi, kb * k_block + ki, nb * n_block + ni
+        bounds = out_shape[:-2] + (counts[0], counts[2], counts[1]) + blocks
+        body = kernel.loop(bounds, [(out, batch + (m, n))], {rank, rank + 2})
+        for (outer, inner), count, size in zip(((mb, mi), (kb, ki), (nb, ni)), counts, blocks):
+            body.read(kernel.temporary((count, size), element_of(out)), (outer, inner))
+    a_index = broadcast_index(batch, shape_of(op.a)[:-2], out_shape[:-2]) + (m, k)
+    b_index = broadcast_index(batch, shape_of(op.b)[:-2], out_shape[:-2]) + (k, n)
+    product = by_type(arith.MulfOp, arith.MuliOp)(body, op, body.value(op.a, a_index), body.value(op.b, b_index))
+    body.finish([by_type(arith.AddfOp, arith.AddiOp)(body, op, body.output(0), product)])

@@ -1,0 +1,105 @@
+"""The loop schedule a kernel is built with, chosen once per lowering: the CPU's (`CpuSchedule`:
+blocked matmuls, the packed GEMM and direct convolution ukernels, softmax storing its exp
+terms, short rows merged) or plain one-output loop nests that a GPU lowering maps onto
+threads (`PlainSchedule`). `SCHEDULES` names them for the pass option `schedule=cpu|plain`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from xdsl.dialects import arith
+from xdsl.ir import Operation
+
+from graphopt.dialects import graph
+from graphopt.lowering import direct_conv, packed_gemm
+
+if TYPE_CHECKING:
+    from graphopt.lowering.linalg.abi import Group
+
+
+def packed_matmuls(group: Group) -> dict[graph.MatmulOp, None]:
+    """The group's matmuls that run as the packed GEMM ukernel, in order (an ordered set): those
+    whose b is a constant (inside the group or a graph.constant outside it) and whose types it takes."""
+    return {
+        op: None
+        for op in group.ops
+        if isinstance(op, graph.MatmulOp)
+        and group.constant_value(op.b) is not None
+        and packed_gemm.packs(op.a.type, op.b.type, op.result.type)
+    }
+
+
+MATMUL_BLOCKS = (32, 128, 256)
+"""Block sizes (MB, KB, NB) of a blocked matmul, picked by measurement: a KB x NB block of b
+(128 KiB of f32) stays in L2 while MB rows use it, a row segment of out (1 KiB) in L1."""
+
+
+class PlainSchedule:
+    """Plain loop nests, one output each: no blocking, no ukernels, NaN-propagating row max."""
+
+    name: ClassVar[str] = "plain"
+
+    def matmul_blocks(self, m: int, k: int, n: int) -> tuple[int, int, int] | None:
+        """Block sizes (MB, KB, NB) of a blocked (m, k, n) matmul, or None for the plain nest."""
+        return None
+
+    def packed_matmuls(self, group: Group) -> dict[graph.MatmulOp, None]:
+        """The group's matmuls that call the packed GEMM ukernel (an ordered set)."""
+        return {}
+
+    def direct_conv(self, op: graph.Conv2dOp) -> bool:
+        """Whether the conv calls the direct convolution ukernel."""
+        return False
+
+    def softmax_row_max(self) -> type[Operation]:
+        """The op that combines a softmax's row max."""
+        return arith.MaximumfOp
+
+    def softmax_stores_terms(self) -> bool:
+        """Whether softmax stores each exp term in its output while summing them."""
+        return False
+
+    def merges_short_rows(self) -> bool:
+        """Whether an elementwise loop over short rows runs its last two dims as one
+        (`Kernel.elementwise`)."""
+        return False
+
+
+class CpuSchedule(PlainSchedule):
+    """The CPU's schedules: each choice measured on the CPU (see the methods)."""
+
+    name: ClassVar[str] = "cpu"
+
+    def matmul_blocks(self, m: int, k: int, n: int) -> tuple[int, int, int] | None:
+        """MATMUL_BLOCKS when they divide (m, k, n) and b is more than one block, else None.
+
+        Other shapes stay unblocked rather than take blocks that divide them: those could be
+        tiny (a prime dim) and would need a block search per shape.
+        """
+        _, k_block, n_block = MATMUL_BLOCKS
+        if any(size % block for size, block in zip((m, k, n), MATMUL_BLOCKS)) or (k <= k_block and n <= n_block):
+            return None
+        return MATMUL_BLOCKS
+
+    def packed_matmuls(self, group: Group) -> dict[graph.MatmulOp, None]:
+        return packed_matmuls(group)
+
+    def direct_conv(self, op: graph.Conv2dOp) -> bool:
+        return direct_conv.applies(op.x.type, op.w.type, op.result.type, op.get("groups"))
+
+    def softmax_row_max(self) -> type[Operation]:
+        """`maxnumf`: the max only shifts exp's argument, and maxnumf skips NaN and vectorizes
+        to half the instructions of NaN-propagating `maximumf` (a NaN in a row still makes its
+        sum, and so the whole row, NaN)."""
+        return arith.MaxnumfOp
+
+    def softmax_stores_terms(self) -> bool:
+        return True
+
+    def merges_short_rows(self) -> bool:
+        return True
+
+
+SCHEDULES: dict[str, PlainSchedule] = {schedule.name: schedule for schedule in (CpuSchedule(), PlainSchedule())}
+"""The schedules by name (the `schedule` option of convert-graph-to-linalg)."""
