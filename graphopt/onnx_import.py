@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
 
 MIN_OPSET, MAX_OPSET = 9, 21
 DEFAULT_DOMAINS = ("", "ai.onnx")
+MAX_ELEMENTS = 2**63 - 1
+"""The most elements an input may have: compiled code indexes tensors with i64."""
 
 Tensor = SSAValue | np.ndarray
 """A value during import: in the graph being built, or known now (initializer or folded)."""
@@ -51,30 +55,65 @@ def from_onnx(path_or_model, shapes: dict[str, Sequence[int]] | None = None) -> 
         import onnx  # noqa: F401
     except ImportError:
         raise GraphoptError('ONNX import needs the onnx package: pip install "graphopt[onnx]"') from None
-    model = _load(path_or_model)
-    return Importer(model.graph, _default_opset(model), dict(shapes or {})).run()
+    model, base_dir = _load(path_or_model)
+    given = {name: _given_shape(name, dims) for name, dims in (shapes or {}).items()}
+    return Importer(model.graph, _default_opset(model), given, base_dir).run()
 
 
-def _load(path_or_model) -> onnx.ModelProto:
+def _given_shape(name: str, dims) -> tuple[int, ...]:
+    """`shapes[name]` as a tuple of ints."""
+    try:
+        return tuple(operator.index(d) for d in dims)
+    except TypeError:
+        raise GraphoptError(f"shape {dims!r} given for input '{name}' is not a sequence of integers") from None
+
+
+def _load(path_or_model) -> tuple[onnx.ModelProto, str]:
+    """The model, and the folder its external data is in (a file's own; else the current one)."""
     import onnx
+    from google.protobuf import json_format, text_format
     from google.protobuf.message import DecodeError
 
     if isinstance(path_or_model, onnx.ModelProto):
-        return path_or_model
-    if isinstance(path_or_model, bytes):
-        return onnx.load_model_from_string(path_or_model)
-    path = Path(path_or_model)
-    if not path.is_file():
-        raise GraphoptError(f"{path}: no such file")
-    try:
-        return onnx.load(path)
-    except DecodeError:
-        raise GraphoptError(f"{path}: not an ONNX model (protobuf does not decode)") from None
+        model, source, base_dir = path_or_model, "the model", ""
+    elif isinstance(path_or_model, bytes):
+        source, base_dir = "the model bytes", ""
+        try:
+            model = onnx.load_model_from_string(path_or_model)
+        except DecodeError:
+            raise GraphoptError(f"{source}: not an ONNX model (protobuf does not decode)") from None
+    elif isinstance(path_or_model, (str, os.PathLike)):
+        path = Path(path_or_model)
+        source, base_dir = str(path), str(path.parent)
+        if path.is_dir():
+            raise GraphoptError(f"{path}: is a directory, not an ONNX model")
+        if not path.is_file():
+            raise GraphoptError(f"{path}: no such file")
+        try:
+            model = onnx.load(path, load_external_data=False)
+        except DecodeError:
+            raise GraphoptError(f"{path}: not an ONNX model (protobuf does not decode)") from None
+        except (json_format.Error, text_format.Error, onnx.parser.ParseError):
+            raise GraphoptError(f"{path}: not an ONNX model (does not parse as {path.suffix[1:]} text)") from None
+        except OSError as e:
+            raise GraphoptError(f"{path}: {e.strerror}") from None
+    else:
+        kind = type(path_or_model).__name__
+        raise GraphoptError(f"from_onnx takes a path, bytes or an onnx.ModelProto, not {kind}")
+    if not model.HasField("graph"):
+        raise GraphoptError(f"{source}: empty ONNX model (no graph)")
+    return model, base_dir
 
 
 def _default_opset(model: onnx.ModelProto) -> int:
     versions = [o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS]
-    opset = versions[0] if versions else 1
+    if not versions:
+        imported = ", ".join(f"'{o.domain}' version {o.version}" for o in model.opset_import) or "none"
+        raise GraphoptError(
+            f"the model imports no opset of the default ONNX domain ('' or 'ai.onnx'), which graphopt needs "
+            f"(opsets {MIN_OPSET} to {MAX_OPSET}); it imports: {imported}"
+        )
+    opset = versions[0]
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise GraphoptError(f"ONNX opset {opset} is not supported (graphopt imports opsets {MIN_OPSET} to {MAX_OPSET})")
     return opset
@@ -106,15 +145,16 @@ class Scope:
 class Importer:
     """Converts one ONNX graph, node by node, into the function @main."""
 
-    def __init__(self, graph: onnx.GraphProto, opset: int, shapes: dict[str, Sequence[int]]):
+    def __init__(self, graph: onnx.GraphProto, opset: int, shapes: dict[str, tuple[int, ...]], base_dir: str):
         self.graph = graph
         self.opset = opset
         self.shapes = shapes
-        from onnx import numpy_helper
-
-        initializers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
-        self.scope = Scope(GraphBuilder(), dict(initializers))
+        self.base_dir = base_dir
+        initializers = {t.name: _tensor_array(t, f"initializer '{t.name}'", base_dir) for t in graph.initializer}
+        self.scope = Scope(GraphBuilder(), initializers)
         self.used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
+        self.producers = {name: f"initializer '{name}'" for name in initializers}
+        """Who defines each value: an initializer, a graph input or a node (a value has one)."""
 
     def run(self) -> ModuleOp:
         self._add_inputs()
@@ -136,6 +176,8 @@ class Importer:
             )
         for graph_input in inputs:
             shape = self._input_shape(graph_input)
+            self._check_dimensions(graph_input.name, shape)
+            self.producers[graph_input.name] = f"graph input '{graph_input.name}'"
             dtype = _element_type(graph_input.type.tensor_type.elem_type, f"input '{graph_input.name}'")
             self.scope.values[graph_input.name] = self.scope.builder.input(_name_hint(graph_input.name), shape, dtype)
 
@@ -146,7 +188,7 @@ class Importer:
         tensor_type = graph_input.type.tensor_type
         if not tensor_type.HasField("shape"):
             if name in self.shapes:
-                return tuple(self.shapes[name])
+                return self.shapes[name]
             raise GraphoptError(f"input '{name}' has an unknown rank; give its shape (--shape {name}=d0,d1,...)")
         dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim]
         if name not in self.shapes:
@@ -158,11 +200,20 @@ class Importer:
                         f"(shapes={{'{name}': (...)}}, or --shape {name}=d0,d1,...)"
                     )
             return tuple(dims)
-        given = tuple(int(d) for d in self.shapes[name])
+        given = self.shapes[name]
         if len(given) != len(dims) or any(d is not None and d != g for d, g in zip(dims, given)):
             shown = ",".join("?" if d is None else str(d) for d in dims)
             raise GraphoptError(f"shape {list(given)} given for input '{name}' does not match its shape [{shown}]")
         return given
+
+    @staticmethod
+    def _check_dimensions(name: str, shape: tuple[int, ...]) -> None:
+        """Each dimension of input `name` positive, and its element count at most MAX_ELEMENTS."""
+        if any(d < 1 for d in shape) or math.prod(shape) > MAX_ELEMENTS:
+            raise GraphoptError(
+                f"input '{name}' has shape {list(shape)}; each dimension must be positive and the "
+                f"element count at most {MAX_ELEMENTS}"
+            )
 
     def _convert(self, node: onnx.NodeProto, index: int) -> None:
         where = f"{node.op_type} node '{node.name or f'#{index}'}'"
@@ -176,6 +227,11 @@ class Importer:
         for name in node.input:
             if name and name not in self.scope.values:
                 raise GraphoptError(f"{where}: input '{name}' is not defined before the node")
+        for name in node.output:
+            if name in self.producers:
+                raise GraphoptError(f"{where}: output '{name}' is already defined by {self.producers[name]}")
+            if name:
+                self.producers[name] = where
         present = [self.scope.values[name] for name in node.input if name]
         foldable = bool(present) and all(isinstance(v, np.ndarray) for v in present)
         results = self._fold(node, converter, where) if foldable else self._run(node, converter, self.scope, where)
@@ -190,7 +246,7 @@ class Importer:
 
     def _run(self, node: onnx.NodeProto, converter: Converter, scope: Scope, where: str) -> list[Tensor]:
         try:
-            return converter.function(Node(node, self.opset, scope, where))
+            return converter.function(Node(node, self.opset, scope, where, self.base_dir))
         except (VerifyException, ValueError) as e:
             raise GraphoptError(f"{where}: {e}") from None
 
@@ -209,6 +265,21 @@ def _name_hint(onnx_name: str) -> str:
     """An SSA name for an ONNX value name (characters MLIR does not allow become '_')."""
     name = re.sub(r"[^A-Za-z0-9_$.-]", "_", onnx_name)
     return name if re.match(r"[A-Za-z_$.-]", name) else f"v{name}"
+
+
+def _tensor_array(tensor: onnx.TensorProto, what: str, base_dir: str) -> np.ndarray:
+    """The NumPy array of an initializer or tensor attribute (`what`); external data is read from `base_dir`."""
+    from onnx import external_data_helper, numpy_helper
+    from onnx.checker import ValidationError
+
+    if external_data_helper.uses_external_data(tensor):
+        location = Path(base_dir, external_data_helper.ExternalDataInfo(tensor).location)
+        if not location.is_file():
+            raise GraphoptError(f"{what}: its external data file {location} does not exist")
+    try:
+        return numpy_helper.to_array(tensor, base_dir)
+    except (ValueError, OSError, ValidationError) as e:
+        raise GraphoptError(f"{what} (dims {list(tensor.dims)}) cannot be read: {e}") from None
 
 
 def _element_type(onnx_type: int, what: str) -> np.dtype:
@@ -234,13 +305,15 @@ REQUIRED = object()
 class Node:
     """One ONNX node for its converter: inputs (graph values or constants), attributes, the builder."""
 
-    def __init__(self, node: onnx.NodeProto, opset: int, scope: Scope, where: str):
+    def __init__(self, node: onnx.NodeProto, opset: int, scope: Scope, where: str, base_dir: str):
         self.proto = node
         self.opset = opset
         self.scope = scope
         self.b = scope.builder
         self.where = where
-        self.attributes = {a.name: _attribute_value(a) for a in node.attribute}
+        self.attributes = {
+            a.name: _attribute_value(a, f"{where}: attribute '{a.name}'", base_dir) for a in node.attribute
+        }
 
     def unsupported(self, what: str) -> GraphoptError:
         return GraphoptError(f"{self.where}: {what}")
@@ -251,6 +324,21 @@ class Node:
         if default is REQUIRED:
             raise self.unsupported(f"missing required attribute '{name}'")
         return default
+
+    def axis(self, value: int, rank: int, what: str = "axis") -> int:
+        """`value` as an axis in [0, rank): ONNX allows [-rank, rank), negative counting from the end."""
+        if not -rank <= value < rank:
+            expected = f"from {-rank} to {rank - 1}" if rank else "none: the input is a scalar"
+            raise self.unsupported(f"{what} {value} is out of range for rank {rank} (expected {expected})")
+        return int(value) % rank
+
+    def axes(self, values: Sequence[int], rank: int, what: str = "axes") -> list[int]:
+        """Each of `values` as an axis in [0, rank), as `axis` does; an axis given twice is an error."""
+        values = [int(v) for v in values]
+        axes = [self.axis(v, rank, f"{what} {values}: axis") for v in values]
+        if len(set(axes)) < len(axes):
+            raise self.unsupported(f"{what} {values} name an axis twice (rank {rank})")
+        return axes
 
     def has(self, index: int) -> bool:
         """Whether optional input `index` is given."""
@@ -316,14 +404,14 @@ class Node:
         return self.b.constant(np.asarray(value, numpy_dtype(like.type.get_element_type())))
 
 
-def _attribute_value(attribute: onnx.AttributeProto):
-    from onnx import TensorProto, helper, numpy_helper
+def _attribute_value(attribute: onnx.AttributeProto, what: str, base_dir: str):
+    from onnx import TensorProto, helper
 
     value = helper.get_attribute_value(attribute)
     if isinstance(value, bytes):
         return value.decode()
     if isinstance(value, TensorProto):
-        return numpy_helper.to_array(value)
+        return _tensor_array(value, what, base_dir)
     return value
 
 
@@ -474,7 +562,7 @@ def reshape(node: Node) -> list[Tensor]:
 def flatten(node: Node) -> list[Tensor]:
     dims = node.shape(0)
     axis = node.attr("axis", 1)
-    axis = axis + len(dims) if axis < 0 else axis
+    axis = axis if axis == len(dims) else node.axis(axis, len(dims))  # axis = rank: all in the first dimension
     return [node.b.reshape(node(0), (math.prod(dims[:axis]), math.prod(dims[axis:])))]
 
 
@@ -482,7 +570,7 @@ def flatten(node: Node) -> list[Tensor]:
 def squeeze(node: Node) -> list[Tensor]:
     dims = node.shape(0)
     axes = node.attr_or_input("axes", 1, None)
-    squeezed = {a % len(dims) for a in axes} if axes is not None else {i for i, d in enumerate(dims) if d == 1}
+    squeezed = set(node.axes(axes, len(dims))) if axes is not None else {i for i, d in enumerate(dims) if d == 1}
     if any(dims[a] != 1 for a in squeezed):
         raise node.unsupported(f"cannot squeeze axes {sorted(squeezed)} of shape {list(dims)} (size is not 1)")
     return [node.b.reshape(node(0), [d for i, d in enumerate(dims) if i not in squeezed])]
@@ -491,7 +579,7 @@ def squeeze(node: Node) -> list[Tensor]:
 @converts("Unsqueeze", attributes=["axes"])
 def unsqueeze(node: Node) -> list[Tensor]:
     dims, axes = list(node.shape(0)), node.attr_or_input("axes", 1)
-    for axis in sorted(a % (len(dims) + len(axes)) for a in axes):
+    for axis in sorted(node.axes(axes, len(dims) + len(axes))):
         dims.insert(axis, 1)
     return [node.b.reshape(node(0), dims)]
 
@@ -504,12 +592,12 @@ def transpose(node: Node) -> list[Tensor]:
 
 @converts("Concat", attributes=["axis"])
 def concat(node: Node) -> list[Tensor]:
-    return [node.b.concat(node.inputs(), axis=node.attr("axis"))]
+    return [node.b.concat(node.inputs(), axis=node.axis(node.attr("axis"), len(node.shape(0))))]
 
 
 @converts("Gather", attributes=["axis"])
 def gather(node: Node) -> list[Tensor]:
-    return [node.b.gather(node(0), node(1), axis=node.attr("axis", 0))]
+    return [node.b.gather(node(0), node(1), axis=node.axis(node.attr("axis", 0), len(node.shape(0))))]
 
 
 def slice_axis(node: Node, x: SSAValue, axis: int, start: int, stop: int, step: int = 1) -> SSAValue:
@@ -526,20 +614,20 @@ def slice_axis(node: Node, x: SSAValue, axis: int, start: int, stop: int, step: 
 @converts("Slice", attributes=["starts", "ends", "axes"])
 def slice_(node: Node) -> list[Tensor]:
     starts, ends = node.attr_or_input("starts", 1), node.attr_or_input("ends", 2)
-    axes = node.attr_or_input("axes", 3, list(range(len(starts))))
+    axes = node.axes(node.attr_or_input("axes", 3, list(range(len(starts)))), len(node.shape(0)))
     steps = node.attr_or_input("steps", 4, [1] * len(starts))
     x = node(0)
     for axis, start, end, step in zip(axes, starts, ends, steps):
         if step == 0:
             raise node.unsupported("a step of 0")
-        x = slice_axis(node, x, axis % len(node.shape(0)), start, end, step)
+        x = slice_axis(node, x, axis, start, end, step)
     return [x]
 
 
 @converts("Split", attributes=["axis", "split", "num_outputs"])
 def split(node: Node) -> list[Tensor]:
     dims = node.shape(0)
-    axis = node.attr("axis", 0) % len(dims)
+    axis = node.axis(node.attr("axis", 0), len(dims))
     sizes = node.attr_or_input("split", 1, None)
     if sizes is None:
         parts = node.attr("num_outputs", len(node.proto.output))
@@ -558,7 +646,7 @@ def pad(node: Node) -> list[Tensor]:
         raise node.unsupported(f"mode '{node.attr('mode')}' is not supported (only 'constant')")
     rank = len(node.shape(0))
     given = node.attr_or_input("pads", 1)
-    axes = [a % rank for a in node.attr_or_input("axes", 3, range(rank))]
+    axes = node.axes(node.attr_or_input("axes", 3, range(rank)), rank)
     pads = [0] * (2 * rank)
     for i, axis in enumerate(axes):
         pads[axis], pads[rank + axis] = given[i], given[len(axes) + i]
@@ -582,7 +670,7 @@ REDUCE_OPS = {
 
 @converts(*REDUCE_OPS, attributes=["axes", "keepdims", "noop_with_empty_axes"])
 def reduce(node: Node) -> list[Tensor]:
-    axes = node.attr_or_input("axes", 1, [])
+    axes = node.axes(node.attr_or_input("axes", 1, []), len(node.shape(0)))
     if not axes:
         if node.attr("noop_with_empty_axes", 0):
             return [node.raw(0)]
@@ -602,7 +690,7 @@ def softmax(node: Node) -> list[Tensor]:
     """Opset 13+: along `axis`; before: over the input flattened to 2-D at `axis` (default 1)."""
     graph_op = node.b.softmax if node.proto.op_type == "Softmax" else node.b.log_softmax
     dims = node.shape(0)
-    axis = node.attr("axis", -1 if node.opset >= 13 else 1) % len(dims)
+    axis = node.axis(node.attr("axis", -1 if node.opset >= 13 else 1), len(dims))
     if node.opset >= 13 or axis == len(dims) - 1:
         return [graph_op(node(0), axis=axis)]
     flat = node.b.reshape(node(0), (math.prod(dims[:axis]), math.prod(dims[axis:])))
@@ -612,7 +700,7 @@ def softmax(node: Node) -> list[Tensor]:
 @converts("LayerNormalization", attributes=["axis", "epsilon", "stash_type"])
 def layer_norm(node: Node) -> list[Tensor]:
     dims = node.shape(0)
-    axis = node.attr("axis", -1) % len(dims)
+    axis = node.axis(node.attr("axis", -1), len(dims))
     normalized = dims[axis:]
     x = node(0)
 

@@ -20,14 +20,14 @@ from graphopt.tools.graph_opt import exit_on_error
 
 
 def shape_option(text: str) -> tuple[str, tuple[int, ...]]:
-    """`name=1,3,224,224` -> ("name", (1, 3, 224, 224))."""
+    """`name=1,3,224,224` -> ("name", (1, 3, 224, 224)); from_onnx checks the sizes (positive, not too large)."""
     name, _, dims = text.rpartition("=")
     try:
         shape = tuple(int(d) for d in dims.split(",")) if dims else ()
     except ValueError:
         shape = None
-    if not name or shape is None or any(d < 0 for d in shape):
-        raise argparse.ArgumentTypeError(f"expected NAME=D0,D1,... with non-negative sizes, got {text!r}")
+    if not name or shape is None:
+        raise argparse.ArgumentTypeError(f"expected NAME=D0,D1,... with integer sizes, got {text!r}")
     return name, shape
 
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import zipfile
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
@@ -70,6 +72,8 @@ def entry_function(module: ModuleOp, entry: str) -> FuncOp:
     func = SymbolTable.lookup_symbol(module, entry)
     if not isinstance(func, FuncOp):
         raise GraphoptError(f"no function @{entry} in the module")
+    if func.is_declaration:
+        raise GraphoptError(f"@{entry} is a declaration (a func.func without a body); graph-run needs a body")
     return func
 
 
@@ -82,7 +86,10 @@ def load_inputs(func: FuncOp, paths: Sequence[str]) -> list[np.ndarray]:
     """Arrays from one .npz (by argument name, else arr_<i>) or from .npy files in argument order."""
     if len(paths) == 1 and paths[0].endswith(".npz"):
         with load_array_file(paths[0]) as npz:
-            return [npz_entry(npz, paths[0], i, arg.name_hint) for i, arg in enumerate(func.args)]
+            try:
+                return [npz_entry(npz, paths[0], i, arg.name_hint) for i, arg in enumerate(func.args)]
+            except (ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error):
+                raise GraphoptError(f"{paths[0]}: a corrupt .npz file (an array does not read)") from None
     return [load_array_file(path) for path in paths]
 
 
@@ -97,7 +104,7 @@ def npz_entry(npz: np.lib.npyio.NpzFile, path: str, index: int, name: str | None
 def load_array_file(path: str) -> np.ndarray | np.lib.npyio.NpzFile:
     try:
         return np.load(path, allow_pickle=False)
-    except (ValueError, EOFError):
+    except (ValueError, EOFError, zipfile.BadZipFile):
         raise GraphoptError(f"{path}: not a NumPy .npy or .npz file") from None
 
 

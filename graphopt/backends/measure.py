@@ -119,7 +119,14 @@ def random_arrays(types: Sequence[TensorType], seed: int = 0) -> list[np.ndarray
 def default_threads() -> int:
     """Threads a kernel may use, as graphopt.compile chooses them by default: GRAPHOPT_THREADS,
     else the cores this process may run on (the most the cpu backend splits a kernel into)."""
-    return int(os.environ.get("GRAPHOPT_THREADS", usable_cores()))
+    from graphopt.errors import GraphoptError
+
+    text = os.environ.get("GRAPHOPT_THREADS")
+    if text is None:
+        return usable_cores()
+    if not text.strip().isdecimal() or int(text) < 1:
+        raise GraphoptError(f"GRAPHOPT_THREADS={text!r}: expected a positive number of threads")
+    return int(text)
 
 
 def measure(pairs: Sequence[tuple[Backend, Operation]], repeat: int = REPEAT, threads: int | None = None,
