@@ -26,7 +26,7 @@ KNOWN_DEFECTS = {
 
 
 def test_mutation_fuzzer_finds_no_new_defect(tmp_path):
-    failures = mlir_fuzzer.fuzz(FUZZ_SEED, None, FUZZ_SECONDS, timeout=10, reproducers=tmp_path)
+    failures = mlir_fuzzer.fuzz(FUZZ_SEED, None, FUZZ_SECONDS, timeout=10, batch=10, reproducers=tmp_path)
     signatures = [mlir_fuzzer.failure_signature(failure) for _, failure in failures.values()]
     known = [s for s in signatures if any(k in s for k in KNOWN_DEFECTS)]
     new = [s for s in signatures if s not in known]
