@@ -160,12 +160,12 @@ def run_case(case: Case, timeout: int) -> str | None:
     with tempfile.NamedTemporaryFile("w", suffix=".mlir") as file:
         file.write(case.text)
         file.flush()
-        output = io.StringIO()
+        output, errors = io.StringIO(), io.StringIO()
         code = 0
         signal.signal(signal.SIGALRM, _on_alarm)
         signal.alarm(timeout)
         try:
-            with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+            with contextlib.redirect_stdout(output), contextlib.redirect_stderr(errors):
                 main([file.name, *flags] if tool == "graph-run" else [*flags, file.name])
         except SystemExit as exit:
             code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
@@ -175,11 +175,13 @@ def run_case(case: Case, timeout: int) -> str | None:
             return "traceback:\n" + traceback.format_exc()
         finally:
             signal.alarm(0)
-    text = output.getvalue()
+    text = output.getvalue() + errors.getvalue()
     if "Traceback (most recent call last)" in text:
         return "traceback printed:\n" + text[-3000:]
-    if code == 0 and re.search(r"\berror\b", text, re.IGNORECASE):
-        return "exit 0 with an error printed:\n" + text[-3000:]
+    complaints = [line for line in errors.getvalue().splitlines()
+                  if re.search(rf"\berror\b|^{tool}: ", line, re.IGNORECASE) and "warning:" not in line]
+    if code == 0 and complaints:
+        return "exit 0 with an error printed:\n" + "\n".join(complaints[-20:])
     return None
 
 
