@@ -22,7 +22,7 @@ KNOWN_DEFECTS = {
     # signature substring: the issue item fixing it (see /work/briefs/fuzz_findings.md)
     "timeout": "issue 15: an unterminated \" makes the xDSL lexer backtrack exponentially (a hang)",
     "AssertionError": "issue 15: xDSL ops' custom parsers assert instead of raising a ParseError",
-    "OverflowError: too many digits": "issue 15: a huge integer bit width (i9999...) overflows in xDSL IntegerAttr",
+    "OverflowError": "issue 15: huge integer widths (i9999...) or dims (tensor<2^64x..>) overflow in xDSL while parsing",
 }
 
 
