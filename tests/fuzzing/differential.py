@@ -140,6 +140,8 @@ def run(seed: int, modules: int, log=print) -> list[str]:
         for failure in found:
             log(failure)
         failures += found
+        if (index + 1) % 25 == 0:
+            log(f"{index + 1} modules, {len(failures)} failures", flush=True)
     log(f"{modules} modules in {time.monotonic() - start:.0f} s, {len(failures)} failures")
     return failures
 
