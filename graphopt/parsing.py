@@ -32,8 +32,11 @@ PARSER_FAILURES: dict[type[BaseException], str] = {
     ValueError: "malformed value",
     VerifyException: "invalid attribute",
     RecursionError: "nesting too deep",
+    MemoryError: "value too large",
+    AssertionError: "malformed operation",
 }
-"""What xDSL's parser raises on some bad input besides ParseError, and how we name it."""
+"""What xDSL's parser raises on some bad input besides ParseError (an op's custom parser asserts
+its syntax), and how we name it."""
 
 
 def make_context() -> Context:

@@ -121,6 +121,7 @@ class FusionGraph:
     other constants are data, like function arguments (group inputs, never grouped)."""
 
     def __init__(self, block: Block, duplicate: bool):
+        self.block = block
         self.position = {op: i for i, op in enumerate(block.ops)}
         self.duplicable = {op for op in block.ops if duplicate and _is_cheap(op)}
         self.nodes = [
@@ -139,16 +140,18 @@ class FusionGraph:
         self.group_of = {op: self._singleton(op) for op in self.nodes}
 
     def _users(self, op: Operation) -> Iterable[Operation]:
-        """Ops using op's results, looking through duplicable producers, in block order."""
+        """Ops of the block using op's results (a use nested in an op's region is that op's),
+        looking through duplicable producers, in block order."""
         found: list[Operation] = []
         pending = [op]
         while pending:
             for result in pending.pop().results:
                 for use in result.uses:
-                    if use.operation in self.duplicable:
-                        pending.append(use.operation)
-                    elif use.operation not in found:
-                        found.append(use.operation)
+                    user = self.block.find_ancestor_op_in_block(use.operation)
+                    if user in self.duplicable:
+                        pending.append(user)
+                    elif user is not None and user not in found:
+                        found.append(user)
         return sorted(found, key=self.position.__getitem__)
 
     def _singleton(self, op: Operation) -> Group:

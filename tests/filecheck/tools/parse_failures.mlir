@@ -67,3 +67,24 @@ func.func @superscript_digit(%x: tensor<²xf32>) {
 // CHECK: malformed value: invalid literal for int() with base 10: '²'
   func.return
 }
+
+// -----
+
+func.func @custom_syntax_that_asserts(%0: memref<3xf32>) {
+  // CHECK: parse_failures.mlir:[[# @LINE + 1]]:3
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>], iterator_types = 99} outs(%0 : memref<3xf32>) {
+  ^bb0(%3: f32):
+    linalg.yield %3 : f32
+  }
+  // CHECK: malformed operation
+  func.return
+}
+
+// -----
+
+func.func @integer_width_of_2_to_the_64(%x: tensor<4xf32>) -> tensor<f32> {
+  // CHECK: parse_failures.mlir:[[# @LINE + 1]]:3
+  %0 = graph.reduce_sum %x {axes = array<i18446744073709551616: 0>} : (tensor<4xf32>) -> tensor<f32>
+  // CHECK: value too large
+  func.return %0 : tensor<f32>
+}
