@@ -13,7 +13,7 @@ tool that only parses) loads neither the compiler, the JIT nor llvmlite.
 from importlib import import_module
 
 _EXPORTS = {
-    "Executable": "graphopt.compiler",
+    "Executable": "graphopt.runtime.executable",
     "GraphBuilder": "graphopt.builder",
     "GraphoptError": "graphopt.errors",
     "compile": "graphopt.compiler",

@@ -22,7 +22,7 @@ from graphopt.tools import graph_opt
 from graphopt.tools.graph_opt import BACKEND_COLOURS
 from graphopt.tools.graph_run import random_inputs
 from graphopt.backends.targets import RegistryPartitionPass
-from graphopt.compiler import Executable
+from graphopt.compiler import placed_step
 from graphopt.errors import GraphoptError
 from graphopt.transforms.fuse import FusePass
 from graphopt.transforms.partition import PLACEMENT_REASON, Candidate, PartitionPass, search
@@ -238,6 +238,8 @@ def test_the_pass_without_targets_says_so():
         PartitionPass().apply(make_context(), exp_then_neg())
 
 
-def test_the_executable_places_nothing_itself():
-    with pytest.raises(GraphoptError, match="not a group placed on a backend"):
-        Executable(exp_then_neg(), "main")
+def test_compile_places_nothing_itself():
+    """A step that partitioning did not place is an internal error, not a second placement."""
+    (exp, neg) = [op for op in exp_then_neg().walk() if isinstance(op, (graph.ExpOp, graph.NegOp))]
+    with pytest.raises(GraphoptError, match="graph.exp in @main is not a group placed on a backend"):
+        placed_step(exp)

@@ -5,13 +5,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from xdsl.dialects.builtin import ModuleOp
 
 import graphopt
 from graphopt.backends import get_backend
 from graphopt.backends.cpu import kernel_names
 from graphopt.builder import GraphBuilder
-from graphopt.compiler import ALIGNMENT
+from graphopt.runtime.arrays import ALIGNMENT
 from graphopt.lowering.pipelines import CPU, CUDA
 from graphopt.parsing import parse_text
 from graphopt.tools import graph_opt

@@ -22,28 +22,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import ClassVar, Protocol
+from typing import ClassVar
 
-import numpy as np
 from xdsl.ir import Operation
 
 from graphopt.errors import GraphoptError
-
-
-class Kernel(Protocol):
-    def __call__(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> None:
-        """Compute the group's outputs into `outputs` (C-contiguous, 16-byte aligned arrays)."""
-
-
-@dataclass(frozen=True)
-class NativeEntry:
-    """A kernel as the C function `void f(void *...)` at `address`, called with the data
-    addresses of the group's inputs, then of `constants`, then of the group's outputs."""
-
-    address: int
-    constants: tuple[np.ndarray, ...]
+from graphopt.runtime.executable import Kernel
 
 
 class Backend(ABC):

@@ -33,12 +33,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from graphopt.backends import Backend, Kernel, get_backend
+from graphopt.backends import Backend, get_backend
 from graphopt.backends.costs import machine, values_bytes
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.dialects.graph import Category, category_of
 from graphopt.runtime.arrays import aligned_array
+from graphopt.runtime.executable import Kernel
 
 ANCHORS = (graph.MatmulOp, graph.Conv2dOp)
 BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))

@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 
-from graphopt.backends import Backend, Kernel, NativeEntry
+from graphopt.backends import Backend
 from graphopt.backends.costs import group_ops, group_work, machine
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy
@@ -36,6 +36,7 @@ from graphopt.lowering.pipelines import CPU
 from graphopt.lowering.row_split import RowSplit, row_chunk_kernel, row_split
 from graphopt.lowering.ukernels import declarations
 from graphopt.runtime.arrays import ALIGNMENT, aligned_array
+from graphopt.runtime.executable import Kernel, NativeEntry
 from graphopt.runtime.jit import ArgumentSpec, KernelArgumentError, compile_module
 from graphopt.runtime.thread_pool import ChunkedEntries, ChunkedKernel, ThreadPool, usable_cores
 

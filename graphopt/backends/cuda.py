@@ -22,7 +22,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
-from graphopt.backends import Backend, Kernel
+from graphopt.backends import Backend
 from graphopt.backends.costs import MachineRates
 from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.errors import GraphoptError
@@ -30,6 +30,7 @@ from graphopt.lowering.graph_to_cuda import CudaKernel, lower_group_to_cuda
 from graphopt.lowering.graph_to_cuda import supports as cuda_supports
 from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR
 from graphopt.lowering.ptx import ptx
+from graphopt.runtime.executable import Kernel
 
 H100_RATES = MachineRates(bandwidth=3.0e12, blas_flops=60e12, vector_flops=30e12, kernel_overhead=5e-6)
 """About an H100 SXM: HBM3 bandwidth reached by a copy, FP32 (non-tensor-core) flop rates, launch cost."""

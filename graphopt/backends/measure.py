@@ -36,10 +36,11 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region
 from xdsl.printer import Printer
 
-from graphopt.backends import Backend, Kernel, get_backend
+from graphopt.backends import Backend, get_backend
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.runtime.arrays import aligned_array, aligned_empty
+from graphopt.runtime.executable import Kernel
 from graphopt.runtime.thread_pool import usable_cores
 
 FORMAT_VERSION = 1

@@ -7,9 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 from xdsl.ir import Operation
 
-from graphopt.backends import Backend, Kernel
+from graphopt.backends import Backend
 from graphopt.backends.costs import machine
 from graphopt.interpreter import evaluate
+from graphopt.runtime.executable import Kernel
 
 
 class ReferenceBackend(Backend):

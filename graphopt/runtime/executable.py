@@ -1,0 +1,258 @@
+"""The Executable: a compiled function's steps run on NumPy arrays, with planned buffers.
+
+    exe = Executable(module, function, steps, threads)     # graphopt.compile builds it
+    (y,) = exe(x)                                          # NumPy arrays in, fresh arrays out
+    exe(x, out=(y,))                                       # or into preallocated arrays
+    print(exe.report())                                    # each step: where it runs, and why
+
+Each step is one kernel launch, given with its backend and its compiled `Kernel`. Constants are
+materialized once. Intermediate buffers are planned once (a buffer is reused once the last step
+reading its value has run) and allocated once per calling thread, so calls from several threads
+are safe. Consecutive steps whose kernels are native functions (`NativeEntry`) run as one
+generated native function that calls them in turn, reading array addresses from the calling
+thread's table: a whole cpu-only module is one call from Python.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Operation, SSAValue
+
+from graphopt.dialects import graph
+from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
+from graphopt.errors import GraphoptError
+from graphopt.interpreter import check_arguments
+from graphopt.runtime.arrays import ALIGNMENT, aligned_array, aligned_empty
+from graphopt.runtime.jit import CallSequence, NativeCall
+
+
+class Kernel(Protocol):
+    def __call__(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> None:
+        """Compute the group's outputs into `outputs` (C-contiguous, 16-byte aligned arrays)."""
+
+
+@dataclass(frozen=True)
+class NativeEntry:
+    """A kernel as the C function `void f(void *...)` at `address`, called with the data
+    addresses of the group's inputs, then of `constants`, then of the group's outputs."""
+
+    address: int
+    constants: tuple[np.ndarray, ...]
+
+
+@dataclass
+class Step:
+    """One kernel launch of the plan."""
+
+    name: str
+    op: Operation
+    inputs: list[SSAValue]
+    outputs: list[SSAValue]
+    backend: str
+    reason: str | None = None
+    """Why the step does not run on the first backend asked for."""
+    kernel: Kernel | None = None
+    native_run: int | None = None
+    """The run (index in `Executable.runs`) that calls this step's kernel from native code."""
+
+
+class Executable:
+    """A compiled module: call it with NumPy arrays, one per argument of the entry function.
+
+    It is given its steps, each with its backend and compiled kernel (graphopt.compile makes
+    them), and plans buffers and native runs; it places nothing and rewrites no IR."""
+
+    def __init__(self, module: ModuleOp, function: FuncOp, steps: list[Step], threads: int = 1, pipeline: str = ""):
+        self.module = module
+        self.function = function
+        self.steps = steps
+        self.threads = threads
+        self.pipeline = pipeline
+        """The graph-level passes that made `module`, as `graph-opt -p` text."""
+        self.constants: dict[SSAValue, np.ndarray] = {
+            op.result: aligned_array(dense_to_numpy(op.value), alignment=ALIGNMENT)
+            for op in function.body.block.ops if isinstance(op, graph.ConstantOp)
+        }
+        self.results = list(function.body.block.last_op.operands)
+        self._plan_buffers()
+        self._plan_runs()
+        self.argument_types = [(tuple(a.type.get_shape()), _dtype(a)) for a in self.function.body.block.args]
+        self.argument_slots = [self.slots[a] for a in self.function.body.block.args]
+        self.result_types = [(tuple(v.type.get_shape()), _dtype(v)) for v in self.results]
+        produced = {v for step in self.steps for v in step.outputs}
+        self.result_slots = [
+            self.slots[v] if v in produced and self.results.index(v) == i else None for i, v in enumerate(self.results)
+        ]
+        self._frames = threading.local()
+
+    # -- planning ------------------------------------------------------------------------
+
+    def _plan_buffers(self) -> None:
+        """Give every intermediate value a reusable byte buffer (by liveness): `buffer_of`."""
+        last_use: dict[SSAValue, int] = {}
+        for index, step in enumerate(self.steps):
+            for value in step.inputs:
+                last_use[value] = index
+        returned = set(self.results)
+        free: list[int] = []
+        self.buffer_sizes: list[int] = []
+        self.buffer_of: dict[SSAValue, int] = {}
+        for index, step in enumerate(self.steps):
+            for value in step.outputs:
+                if value in returned:
+                    continue
+                size = _nbytes(value)
+                fitting = [b for b in free if self.buffer_sizes[b] >= size]
+                if fitting:
+                    buffer = min(fitting, key=self.buffer_sizes.__getitem__)
+                    free.remove(buffer)
+                else:
+                    buffer = len(self.buffer_sizes)
+                    self.buffer_sizes.append(size)
+                self.buffer_of[value] = buffer
+            for value in step.inputs:
+                if last_use.get(value) == index and value in self.buffer_of and value not in step.outputs:
+                    free.append(self.buffer_of[value])
+
+    def _plan_runs(self) -> None:
+        """Give every value a slot in a per-thread frame, and make the steps into runs: each
+        maximal sequence of native kernels is one native call, every other step one Python call."""
+        values = [*self.function.body.block.args, *self.constants, *(v for step in self.steps for v in step.outputs)]
+        self.slots = {value: slot for slot, value in enumerate(dict.fromkeys(values))}
+        self.runs: list[Callable[[Frame], None]] = []
+        for native, steps in itertools.groupby(self.steps, key=lambda step: _native(step) is not None):
+            if native:
+                self.runs.append(self._native_run(list(steps)))
+            else:
+                self.runs += [self._python_run(step) for step in steps]
+
+    def _native_run(self, steps: list[Step]) -> Callable[[Frame], None]:
+        """One generated native function calling the steps' kernels with addresses from the frame."""
+        calls = []
+        for step in steps:
+            step.native_run = len(self.runs)
+            native = _native(step)
+            inputs = [self.slots[v] for v in step.inputs]
+            constants = [(c.ctypes.data,) for c in native.constants]  # fixed addresses
+            outputs = [self.slots[v] for v in step.outputs]
+            calls.append(NativeCall(native.address, (*inputs, *constants, *outputs)))
+        sequence = CallSequence(calls)
+        return lambda frame: sequence.function(frame.table)
+
+    def _python_run(self, step: Step) -> Callable[[Frame], None]:
+        kernel, inputs, outputs = step.kernel, [self.slots[v] for v in step.inputs], [self.slots[v] for v in step.outputs]
+        return lambda frame: kernel([frame.arrays[i] for i in inputs], [frame.arrays[o] for o in outputs])
+
+    # -- running -------------------------------------------------------------------------
+
+    def __call__(self, *arrays, out: Sequence[np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
+        """Run on `arrays`; results are fresh arrays, or written into `out` (one per result)."""
+        frame = self._frame()
+        for slot, array in zip(self.argument_slots, self._arguments(arrays)):
+            if frame.bind(slot, array) % ALIGNMENT or not array.flags.c_contiguous:
+                frame.bind(slot, aligned_array(array, alignment=ALIGNMENT))  # a copy kernels can read
+        results = self._result_arrays(out)
+        for index, (slot, array) in enumerate(zip(self.result_slots, results)):
+            address = frame.bind(slot, array) if slot is not None else array.ctypes.data
+            if address % ALIGNMENT:
+                raise GraphoptError(self._bad_out_message(index))
+        for run in self.runs:
+            run(frame)
+        for value, slot, array in zip(self.results, self.result_slots, results):
+            if slot is None:  # an argument, a constant, or a value returned twice
+                np.copyto(array, frame.arrays[self.slots[value]])
+        return results
+
+    def _arguments(self, arrays: Sequence[object]) -> Sequence[np.ndarray]:
+        """The arrays themselves when they have the argument types, else converted (or an error)."""
+        if len(arrays) == len(self.argument_types) and all(
+            isinstance(a, np.ndarray) and a.shape == shape and a.dtype == dtype
+            for a, (shape, dtype) in zip(arrays, self.argument_types)
+        ):
+            return arrays
+        return check_arguments(self.function, arrays)
+
+    def _result_arrays(self, out: Sequence[np.ndarray] | None) -> Sequence[np.ndarray]:
+        if out is None:
+            return tuple(aligned_empty(shape, dtype, alignment=64) for shape, dtype in self.result_types)
+        if len(out) != len(self.results):
+            raise GraphoptError(f"out= needs {len(self.results)} arrays, got {len(out)}")
+        for index, (array, (shape, dtype)) in enumerate(zip(out, self.result_types)):
+            if not (isinstance(array, np.ndarray) and array.shape == shape and array.dtype == dtype
+                    and array.flags.c_contiguous and array.flags.writeable):
+                raise GraphoptError(self._bad_out_message(index))
+        return out
+
+    def _bad_out_message(self, index: int) -> str:
+        shape, dtype = self.result_types[index]
+        return f"out[{index}] must be a writeable, C-contiguous, {ALIGNMENT}-byte aligned {dtype} array of shape {list(shape)}"
+
+    def _frame(self) -> Frame:
+        """This thread's frame: constants and its own intermediate buffers bound on its first call."""
+        frame = getattr(self._frames, "frame", None)
+        if frame is None:
+            frame = self._frames.frame = Frame(len(self.slots))
+            for value, array in self.constants.items():
+                frame.bind(self.slots[value], array)
+            buffers = [aligned_empty(size, np.uint8, alignment=64) for size in self.buffer_sizes]
+            for value, buffer in self.buffer_of.items():
+                view = buffers[buffer][: _nbytes(value)].view(_dtype(value)).reshape(value.type.get_shape())
+                frame.bind(self.slots[value], view)
+        return frame
+
+    def llvm_ir(self) -> list[str]:
+        """The LLVM IR of each module JIT-compiled for the steps (kernels with an `llvm_ir`,
+        the cpu backend's), once each, in step order: what `graph-opt -t llvm` prints."""
+        return list(dict.fromkeys(s.kernel.llvm_ir for s in self.steps if hasattr(s.kernel, "llvm_ir")))
+
+    def report(self) -> str:
+        """One line per step: its name, where it runs, the native run that calls it, and for a
+        step not on the first backend asked for, why."""
+        lines = []
+        for step in self.steps:
+            run = f"  [native run {step.native_run}]" if step.native_run is not None else ""
+            why = f"  ({step.reason})" if step.reason else ""
+            lines.append(f"{step.name:<40} {step.backend}{run}{why}")
+        return "\n".join(lines)
+
+
+class Frame:
+    """One thread's arrays, one per value slot, and their data addresses: the table native runs read.
+
+    A frame keeps the arrays of the last call bound, so an array passed again (the same object)
+    costs no new address lookup; holding it also keeps its data where it is.
+    """
+
+    def __init__(self, slots: int):
+        self.arrays: list[np.ndarray | None] = [None] * slots
+        self.addresses = (ctypes.c_int64 * slots)()
+        self.table = ctypes.addressof(self.addresses)
+
+    def bind(self, slot: int, array: np.ndarray) -> int:
+        """Bind `array` to `slot`; returns its data address."""
+        if self.arrays[slot] is not array:
+            self.arrays[slot] = array
+            self.addresses[slot] = array.ctypes.data
+        return self.addresses[slot]
+
+
+def _native(step: Step) -> NativeEntry | None:
+    """The step's kernel as a native function, when its backend offers one (`Kernel.native`)."""
+    return getattr(step.kernel, "native", None)
+
+
+def _dtype(value: SSAValue) -> np.dtype:
+    return numpy_dtype(value.type.get_element_type())
+
+
+def _nbytes(value: SSAValue) -> int:
+    return int(np.prod(value.type.get_shape(), dtype=np.int64)) * _dtype(value).itemsize
