@@ -243,3 +243,14 @@ def test_rendering_without_graphviz_says_so(mlp_file: Path, tmp_path: Path, monk
     with pytest.raises(SystemExit):
         graph_opt.main([str(mlp_file), "-t", "dot", "-o", str(tmp_path / "mlp.svg")])
     assert "needs Graphviz's `dot` on PATH" in capsys.readouterr().err
+
+
+def test_cost_partition_of_forty_independent_ops_is_quick():
+    """Issue 15: 24 independent unary ops took over 60 s (the search was exponential in width)."""
+    b = GraphBuilder()
+    module = b.finish(*(b.relu(b.input(f"x{i}", (4,))) for i in range(40)))
+    FusePass().apply(make_context(), module)
+    start = time.perf_counter()
+    PartitionPass(search="cost").apply(make_context(), module)
+    assert time.perf_counter() - start < 10.0
+    assert sum(isinstance(op, graph.FusedOp) for op in top_level_ops(module)) == 40
