@@ -4,13 +4,17 @@ interpreter, and the picture graph-opt draws of the groups (`-t dot`)."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 import re
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 
@@ -93,6 +97,65 @@ def test_search_ignores_infinite_costs_and_says_when_nothing_covers():
     assert len(search(CHAIN, candidates, ["cpu"])) == 3
     with pytest.raises(ValueError, match="cannot cover"):
         search(CHAIN, table(({0}, "cpu", 1.0), ({2}, "cpu", 1.0)), ["cpu"])
+
+
+def brute_force_cost(inputs: list[list[int]], candidates: list[Candidate], penalty: float) -> int | None:
+    """The least cost (in picoseconds, as `search` sums) of any set of candidates covering every
+    op once whose kernels can run in some order (no two feed each other through a cycle)."""
+    best = None
+    everything = frozenset(range(len(inputs)))
+    for size in range(1, len(inputs) + 1):
+        for chosen in itertools.combinations(candidates, size):
+            covered = [op for c in chosen for op in c.ops]
+            if len(covered) != len(set(covered)) or set(covered) != everything:
+                continue
+            kernel_of = {op: i for i, c in enumerate(chosen) for op in c.ops}
+            feeds = {(kernel_of[p], kernel_of[op]) for op in everything for p in inputs[op] if kernel_of[p] != kernel_of[op]}
+            done: set[int] = set()
+            while len(done) < size:
+                ready = [k for k in range(size) if k not in done and all(a in done for a, b in feeds if b == k)]
+                if not ready:
+                    break
+                done |= set(ready)
+            if len(done) < size:
+                continue
+            cost = sum(round((c.cost + penalty) * 1e12) for c in chosen)
+            best = cost if best is None else min(best, cost)
+    return best
+
+
+@st.composite
+def small_searches(draw):
+    count = draw(st.integers(1, 8))
+    inputs = [sorted(draw(st.sets(st.integers(0, i - 1), max_size=2))) if i else [] for i in range(count)]
+    rows = [Candidate(frozenset({op}), "cpu", draw(st.integers(1, 9)) * 1e-6) for op in range(count)]
+    for _ in range(draw(st.integers(0, 5))):
+        ops = frozenset(draw(st.sets(st.integers(0, count - 1), min_size=2, max_size=3))) if count > 1 else frozenset({0})
+        rows.append(Candidate(ops, draw(st.sampled_from(["cpu", "blas"])), draw(st.integers(1, 20)) * 1e-6))
+    return inputs, rows, draw(st.sampled_from([0.0, 1e-6]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(small_searches())
+def test_search_is_exact_on_small_graphs(case):
+    inputs, rows, penalty = case
+    chosen = search(inputs, rows, ["cpu", "blas"], launch_penalty=penalty)
+    position = {op: i for i, c in enumerate(chosen) for op in c.ops}
+    assert sorted(position) == list(range(len(inputs)))
+    assert all(position[p] <= position[op] for op in range(len(inputs)) for p in inputs[op])
+    assert sum(round((c.cost + penalty) * 1e12) for c in chosen) == brute_force_cost(inputs, rows, penalty)
+
+
+def test_search_is_fast_on_wide_graphs():
+    independent = [[] for _ in range(200)]
+    branches = [[]] + [[0] for _ in range(199)]
+    for inputs in (independent, branches):
+        rows = [Candidate(frozenset({op}), b, 1e-6 * (1 + op % 3)) for op in range(200) for b in ("cpu", "blas")]
+        rows += [Candidate(frozenset({0, op}), "cpu", 1.5e-6) for op in range(1, 200) if inputs[op]]
+        start = time.perf_counter()
+        chosen = search(inputs, rows, ["cpu", "blas"], launch_penalty=1e-6)
+        assert time.perf_counter() - start < 5.0
+        assert sorted(op for c in chosen for op in c.ops) == list(range(200))
 
 
 # ----------------------------------------------------------------------------------------
@@ -243,3 +306,13 @@ def test_compile_places_nothing_itself():
     (exp, neg) = [op for op in exp_then_neg().walk() if isinstance(op, (graph.ExpOp, graph.NegOp))]
     with pytest.raises(GraphoptError, match="graph.exp in @main is not a group placed on a backend"):
         placed_step(exp)
+
+def test_cost_partition_of_forty_independent_ops_is_quick():
+    """Issue 15: 24 independent unary ops took over 60 s (the search was exponential in width)."""
+    b = GraphBuilder()
+    module = b.finish(*(b.relu(b.input(f"x{i}", (4,))) for i in range(40)))
+    FusePass().apply(make_context(), module)
+    start = time.perf_counter()
+    RegistryPartitionPass(search="cost").apply(make_context(), module)
+    assert time.perf_counter() - start < 10.0
+    assert sum(isinstance(op, graph.FusedOp) for op in top_level_ops(module)) == 40

@@ -26,8 +26,9 @@ kernel, and the last resort for ops no listed backend accepts. An op with
 - cost: Collage. Candidate kernels are the connected sets of at most `max-depth` ops (within and
   across groups; each group whole too) that a backend supports, valid when no dataflow path
   leaves and re-enters them. `search` picks the cover of all ops of minimum total cost (cost +
-  `launch-penalty` per kernel); touching chosen kernels of one backend are then merged where the
-  merge stays acyclic and the backend supports it.
+  `launch-penalty` per kernel), exactly while the search stays within a work bound, else by
+  Collage's bounded rule (polynomial: 500-op graphs in under a second); touching chosen kernels
+  of one backend are then merged where the merge stays acyclic and the backend supports it.
 
 Groups in `fallback` mode and ops of other dialects are never split or merged.
 """
@@ -108,12 +109,16 @@ def search(
         search([[], [0]], [Candidate({0}, "cpu", 2), Candidate({1}, "cpu", 2), Candidate({0, 1}, "blas", 3)], ["cpu", "blas"])
         -> [Candidate({0, 1}, "blas", 3)]
 
-    A search state is the set of ops covered so far, always closed under producers; an edge
-    adds a candidate whose ops are uncovered and whose other producers are covered (so the
-    order of choices is a dataflow order, and a candidate a path leaves and re-enters is never
-    taken). Dynamic programming over the states reachable from the empty set finds the
-    cheapest way to cover the rest from each; equal costs go to the lexicographically least
-    sequence of (backend priority, ops) keys, so the answer is deterministic.
+    Ops that no dataflow edge or candidate links are searched apart (weakly connected
+    components). In one component a search state is the set of ops covered so far, always
+    closed under producers; an edge adds a candidate whose ops are uncovered and whose other
+    producers are covered (so the order of choices is a dataflow order, and a candidate a path
+    leaves and re-enters is never taken). While the states reachable from the empty set stay
+    within `_EXACT_WORK`, dynamic programming over them finds the optimum; equal costs go to the
+    lexicographically least sequence of (backend priority, ops) keys, so the answer is
+    deterministic. Beyond that bound the search follows Collage's rule (the next candidate
+    starts at the first uncovered op) and keeps the `_BEAM` cheapest states per first uncovered
+    op: polynomial, and no longer guaranteed optimal.
     """
     rank = {backend: i for i, backend in enumerate(priority)}
     cheapest: dict[tuple[frozenset[int], str | None], Candidate] = {}
@@ -122,28 +127,21 @@ def search(
         if candidate.cost != float("inf") and (key not in cheapest or candidate.cost < cheapest[key].cost):
             cheapest[key] = candidate
     edges = [_Edge.of(c, inputs, rank.get(c.backend, len(rank)), launch_penalty) for c in cheapest.values()]
-    done = (1 << len(inputs)) - 1
-    successors: dict[int, list[_Edge]] = {}
-    pending = [0]
-    while pending:
-        state = pending.pop()
-        if state in successors:
-            continue
-        successors[state] = [e for e in edges if not state & e.ops and not e.needs & ~state]
-        pending += [state | e.ops for e in successors[state]]
-    best: dict[int, tuple[int, tuple, list[Candidate]]] = {done: (0, (), [])}
-    for state in sorted(successors, key=int.bit_count, reverse=True):
-        options = [
-            (e.picoseconds + best[state | e.ops][0], (e.key, *best[state | e.ops][1]), e)
-            for e in successors[state]
-            if state | e.ops in best
-        ]
-        if options and state != done:
-            cost, keys, edge = min(options, key=lambda option: option[:2])
-            best[state] = (cost, keys, [edge.candidate, *best[state | edge.ops][2]])
-    if 0 not in best:
-        raise ValueError("the candidates cannot cover every op")
-    return best[0][2]
+    chosen: list[list[_Edge]] = []
+    for component, component_edges in _components(len(inputs), inputs, edges):
+        path = _exact(component, component_edges)
+        if path is None:
+            path = _beam(component, component_edges)
+        if path is None:
+            raise ValueError("the candidates cannot cover every op")
+        chosen.append(path)
+    return [edge.candidate for edge in _merge_by_key(chosen)]
+
+
+_EXACT_WORK = 200_000
+"""How many (state, edge) pairs the exact search may look at in one component."""
+_BEAM = 16
+"""How many states per first uncovered op the search beyond `_EXACT_WORK` keeps."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +168,102 @@ def _mask(ops: Iterable[int]) -> int:
     for op in ops:
         mask |= 1 << op
     return mask
+
+
+def _components(count: int, inputs: Sequence[Collection[int]], edges: list[_Edge]) -> list[tuple[int, list[_Edge]]]:
+    """The weakly connected components of the ops (linked by dataflow and by shared candidates),
+    each as a bit mask with the edges inside it, in the order of their first op."""
+    parent = list(range(count))
+
+    def root(op: int) -> int:
+        while parent[op] != op:
+            parent[op] = parent[parent[op]]
+            op = parent[op]
+        return op
+
+    for op, producers in enumerate(inputs):
+        for producer in producers:
+            parent[root(producer)] = root(op)
+    for edge in edges:
+        ops = sorted(edge.candidate.ops)
+        for op in ops[1:]:
+            parent[root(op)] = root(ops[0])
+    masks: dict[int, int] = {}
+    for op in range(count):
+        masks[root(op)] = masks.get(root(op), 0) | 1 << op
+    grouped: dict[int, list[_Edge]] = {r: [] for r in masks}
+    for edge in edges:
+        grouped[root(min(edge.candidate.ops))].append(edge)
+    return [(masks[r], grouped[r]) for r in masks]
+
+
+def _exact(done: int, edges: list[_Edge]) -> list[_Edge] | None:
+    """The optimal path from no op to `done` by dynamic programming over the reachable states,
+    or None when they are too many (or none covers `done`: then the beam says so)."""
+    successors: dict[int, list[_Edge]] = {}
+    pending = [0]
+    while pending:
+        state = pending.pop()
+        if state in successors:
+            continue
+        if len(successors) * len(edges) > _EXACT_WORK:
+            return None
+        successors[state] = [e for e in edges if not state & e.ops and not e.needs & ~state]
+        pending += [state | e.ops for e in successors[state]]
+    best: dict[int, tuple[int, tuple, list[_Edge]]] = {done: (0, (), [])}
+    for state in sorted(successors, key=int.bit_count, reverse=True):
+        options = [
+            (e.picoseconds + best[state | e.ops][0], (e.key, *best[state | e.ops][1]), e)
+            for e in successors[state]
+            if state | e.ops in best
+        ]
+        if options and state != done:
+            cost, keys, edge = min(options, key=lambda option: option[:2])
+            best[state] = (cost, keys, [edge, *best[state | edge.ops][2]])
+    return best[0][2] if 0 in best else None
+
+
+def _beam(done: int, edges: list[_Edge]) -> list[_Edge] | None:
+    """A cheap path from no op to `done` under Collage's rule: from a state, only edges whose
+    first op is the first uncovered op; the `_BEAM` cheapest states per first uncovered op go on."""
+    starting: dict[int, list[_Edge]] = {}
+    for edge in edges:
+        starting.setdefault(min(edge.candidate.ops), []).append(edge)
+    ops = [op for op in range(done.bit_length()) if done >> op & 1]
+    # first uncovered op -> state -> (cost, keys, path)
+    layers: dict[int, dict[int, tuple[int, tuple, tuple[_Edge, ...]]]] = {ops[0]: {0: (0, (), ())}}
+    finished: tuple[int, tuple, tuple[_Edge, ...]] | None = None
+    for op in ops:
+        layer = sorted(layers.pop(op, {}).items(), key=lambda item: item[1][:2])[:_BEAM]
+        for state, (cost, keys, path) in layer:
+            for edge in starting.get(op, []):
+                if state & edge.ops or edge.needs & ~state:
+                    continue
+                after = state | edge.ops
+                entry = (cost + edge.picoseconds, (*keys, edge.key), (*path, edge))
+                if after == done:
+                    if finished is None or entry[:2] < finished[:2]:
+                        finished = entry
+                    continue
+                uncovered = done & ~after
+                first = (uncovered & -uncovered).bit_length() - 1
+                known = layers.setdefault(first, {}).get(after)
+                if known is None or entry[:2] < known[:2]:
+                    layers[first][after] = entry
+    return list(finished[2]) if finished is not None else None
+
+
+def _merge_by_key(paths: list[list[_Edge]]) -> list[_Edge]:
+    """The components' paths interleaved into one, least (priority, ops) key first."""
+    heads = [0] * len(paths)
+    merged: list[_Edge] = []
+    while True:
+        ready = [i for i, path in enumerate(paths) if heads[i] < len(path)]
+        if not ready:
+            return merged
+        i = min(ready, key=lambda i: paths[i][heads[i]].key)
+        merged.append(paths[i][heads[i]])
+        heads[i] += 1
 
 
 # ----------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ partitioner takes each backend's analytic `estimate` instead.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import io
@@ -21,6 +22,7 @@ import json
 import math
 import os
 import platform
+import stat
 import statistics
 import sys
 import tempfile
@@ -207,6 +209,29 @@ class UnusableCache(Exception):
     """A cache file that is valid JSON but not a cost cache of this CPU and format."""
 
 
+class NotARegularFile(OSError):
+    """A cache path naming something that is not a regular file (a FIFO, a device, a directory)
+    or that no file can have (a NUL in it): never opened for reading, never replaced."""
+
+
+def _read_regular(path: Path) -> str | None:
+    """The text of the regular file at `path`, None when there is none. Anything else there is
+    refused (NotARegularFile) before it is opened, so a FIFO cannot block us and a device is not
+    touched, and again after (with O_NONBLOCK), in case it was swapped in between."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise NotARegularFile(f"{path} is not a regular file")
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except ValueError as e:
+        raise NotARegularFile(f"not a usable path ({e})") from None
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(descriptor, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise NotARegularFile(f"{path} is not a regular file")
+        return stream.read().decode()
+
+
 class CostCache:
     """Measured seconds in a JSON file, for this CPU model.
 
@@ -217,13 +242,17 @@ class CostCache:
         cache.put({key: 1.2e-3})                     # the file is rewritten atomically
 
     The file: {"format": 1, "cpu": "<model name>", "costs": {"<sha256 of the key text>": seconds}}.
+    Only a regular file is read or replaced: at a path naming anything else the costs stay in
+    memory, with one warning. Writers merge: each write locks the cache's directory
+    (fcntl.flock), re-reads the file, adds its entries and replaces the file, so processes
+    measuring into one file keep each other's entries.
     """
 
     def __init__(self, path: str | os.PathLike | None = None):
         self.path = Path(path) if path is not None else default_cache_path()
         self.cpu = cpu_model()
-        self.costs = self._load()
         self.unwritable = False
+        self.costs = self._load()
 
     @staticmethod
     def key(backend_name: str, group: Operation, threads: int | None = None) -> str:
@@ -235,46 +264,68 @@ class CostCache:
         return self.costs.get(key)
 
     def put(self, seconds: dict[str, float]) -> None:
-        """Add these entries (key: seconds) and rewrite the file."""
+        """Add these entries (key: seconds) and rewrite the file, merged with what is on disk."""
         self.costs.update(seconds)
         self._save()
 
     def _load(self) -> dict[str, float]:
-        if not self.path.exists():
-            return {}
         try:
-            return self._read()
-        except (OSError, ValueError, UnusableCache) as e:
+            text = _read_regular(self.path)
+            return {} if text is None else self._parse(text)
+        except NotARegularFile as e:
+            warnings.warn(f"cannot use the cost cache {self.path}: {e}; costs are kept for this process only",
+                          stacklevel=3)
+            self.unwritable = True
+        except (OSError, ValueError, OverflowError, RecursionError, UnusableCache) as e:
             warnings.warn(f"ignoring the cost cache {self.path}: {e}; it will be rewritten", stacklevel=3)
-            return {}
+        return {}
 
-    def _read(self) -> dict[str, float]:
-        data = json.loads(self.path.read_text())
+    def _parse(self, text: str) -> dict[str, float]:
+        data = json.loads(text)
         if not isinstance(data, dict) or not isinstance(data.get("costs"), dict):
             raise UnusableCache("not a cost cache")
         if data.get("format") != FORMAT_VERSION:
             raise UnusableCache(f"format {data.get('format')!r}, expected {FORMAT_VERSION}")
         if data.get("cpu") != self.cpu:
             raise UnusableCache(f"measured on another CPU ({data.get('cpu')!r}, this is {self.cpu!r})")
-        if not all(isinstance(v, (int, float)) for v in data["costs"].values()):
-            raise UnusableCache("a cost is not a number")
-        return {key: float(seconds) for key, seconds in data["costs"].items()}
+        costs = {key: float(seconds) for key, seconds in data["costs"].items() if isinstance(seconds, (int, float))}
+        if len(costs) != len(data["costs"]) or not all(math.isfinite(s) and s >= 0 for s in costs.values()):
+            raise UnusableCache("a cost is not a number of seconds")
+        return costs
+
+    def _on_disk(self, path: Path) -> dict[str, float]:
+        """The entries of the cache file now (none if it is missing or unusable); refuses
+        (NotARegularFile) a path naming something other than a regular file."""
+        text = _read_regular(path)
+        try:
+            return {} if text is None else self._parse(text)
+        except (ValueError, OverflowError, RecursionError, UnusableCache):
+            return {}
 
     def _save(self) -> None:
-        """Write the whole cache to a temporary file next to it, then rename it over the cache.
-        A cache that cannot be written (a read-only directory, a full disk) keeps its costs in
-        memory, with one warning: measuring still works, it is only not remembered."""
+        """Under a lock on the cache's directory, merge the file's entries into ours, write the
+        whole cache to a temporary file next to it, then rename it over the cache. A cache that
+        cannot be written (a read-only directory, a full disk, a path naming no regular file)
+        keeps its costs in memory, with one warning: measuring still works, it is only not
+        remembered."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            descriptor, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+            target = Path(os.path.realpath(self.path))
+            lock = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
             try:
-                with os.fdopen(descriptor, "w") as stream:
-                    json.dump({"format": FORMAT_VERSION, "cpu": self.cpu, "costs": self.costs}, stream, indent=1)
-                os.replace(temporary, self.path)
-            except BaseException:
-                os.unlink(temporary)
-                raise
-        except OSError as e:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                self.costs = {**self._on_disk(target), **self.costs}
+                descriptor, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+                try:
+                    with os.fdopen(descriptor, "w") as stream:
+                        json.dump({"format": FORMAT_VERSION, "cpu": self.cpu, "costs": self.costs}, stream, indent=1)
+                    os.replace(temporary, target)
+                except BaseException:
+                    os.unlink(temporary)
+                    raise
+            finally:
+                os.close(lock)
+        except (OSError, ValueError) as e:
             if not self.unwritable:
                 warnings.warn(f"cannot write the cost cache {self.path}: {e}; costs are kept for this process only",
                               stacklevel=4)
