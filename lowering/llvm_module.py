@@ -13,6 +13,7 @@ import llvmlite.binding as llvm_binding
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.linalg.ops import GenericOp
 
 from graphopt.lowering.pipelines import CPU
 from graphopt.lowering.ukernels import UKERNEL_ATTR, ukernel_ir
@@ -32,8 +33,14 @@ def host_target_machine() -> llvm_binding.TargetMachine:
     )
 
 
-def optimize(llvm_module: llvm_binding.ModuleRef, target_machine: llvm_binding.TargetMachine) -> None:
-    """Run LLVM's O3 pipeline (with loop and SLP vectorization) for the target, in place."""
+def optimize(llvm_module: llvm_binding.ModuleRef, target_machine: llvm_binding.TargetMachine,
+             interleaved_accesses: bool = True) -> None:
+    """Run LLVM's O3 pipeline (with loop and SLP vectorization) for the target, in place.
+
+    `interleaved_accesses` False keeps the loop vectorizer from grouping strided accesses: LLVM
+    22's vectorizer aborts the process on some such groups (see `interleaving_is_safe`). LLVM
+    reads the setting as a process-wide option, so it is set for every module optimized."""
+    llvm_binding.set_option("", f"-enable-interleaved-mem-accesses={str(interleaved_accesses).lower()}")
     tuning = llvm_binding.create_pipeline_tuning_options(speed_level=3)
     tuning.loop_vectorization = True
     tuning.slp_vectorization = True
@@ -56,8 +63,28 @@ def optimized_llvm_module(module: ModuleOp, alignment: int = 64,
     for ukernel in ukernels:
         llvm_module.link_in(llvm_binding.parse_assembly(ukernel_ir(ukernel.sym_name.data, ukernel.function_type.inputs.data)))
     llvm_module.verify()
-    optimize(llvm_module, target_machine)
+    optimize(llvm_module, target_machine, interleaving_is_safe(module))
     return llvm_module, lowered
+
+
+SHORT_ROW = 16
+"""Elements of a row shorter than one AVX-512 vector of f32."""
+
+
+def interleaving_is_safe(module: ModuleOp) -> bool:
+    """False for kernels with a loop nest that runs a reduction outside a short parallel loop
+    (under SHORT_ROW elements): a softmax or log_softmax along a non-last axis of few columns.
+    Their row loops read with a small stride, and on some (4 columns: 16x4, 17x4 and 65x4 along
+    axis 0, 4x17x4 along axis 1) LLVM 22's loop vectorizer asserts that its "VPlan cost model and
+    legacy cost model disagreed" and aborts the process; without interleaved access groups it
+    does not. Long rows (a conv's output columns) keep interleaving."""
+    for op in module.walk():
+        if isinstance(op, GenericOp):
+            kinds = [str(kind.data) for kind in op.iterator_types.data]
+            ranges = op.get_static_loop_ranges()
+            if "reduction" in kinds[:-1] and kinds[-1] == "parallel" and ranges[-1] < SHORT_ROW:
+                return False
+    return True
 
 
 def optimized_llvm_ir(module: ModuleOp | str, alignment: int = 64) -> str:

@@ -60,5 +60,5 @@ def ptx(module: ModuleOp, arch: str = DEFAULT_ARCH) -> str:
             ir_module.get_global(op.sym_name.data).align = op.alignment.value.data
     llvm_module = llvm_binding.parse_assembly(str(ir_module))
     llvm_module.verify()
-    optimize(llvm_module, machine)
+    optimize(llvm_module, machine, interleaved_accesses=False)  # NVPTX's own default
     return machine.emit_assembly(llvm_module)

@@ -44,6 +44,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, BlockArgument, OpResult, SSAValue
 
+from graphopt.errors import GraphoptError
 from graphopt.lowering.llvm_module import host_target_machine, optimized_llvm_module
 from graphopt.parsing import parse_text
 
@@ -167,10 +168,13 @@ class CompiledModule(Mapping[str, Kernel]):
     def __init__(self, module: ModuleOp, alignment: int):
         signatures = {op.sym_name.data: op.function_type for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks}
         target_machine = host_target_machine()
-        llvm_module, lowered = optimized_llvm_module(module, alignment, target_machine)
-        self.llvm_ir = str(llvm_module)
-        self._engine = llvm_binding.create_mcjit_compiler(llvm_module, target_machine)
-        self._engine.finalize_object()
+        try:
+            llvm_module, lowered = optimized_llvm_module(module, alignment, target_machine)
+            self.llvm_ir = str(llvm_module)
+            self._engine = llvm_binding.create_mcjit_compiler(llvm_module, target_machine)
+            self._engine.finalize_object()
+        except RuntimeError as e:  # llvmlite's errors: IR that does not parse or verify, codegen failures
+            raise GraphoptError(f"LLVM could not compile the kernels {', '.join(signatures)}: {e}") from None
         functions = {op.sym_name.data: op for op in lowered.ops if isinstance(op, llvm.FuncOp)}
         self._kernels = MappingProxyType({
             name: Kernel(
