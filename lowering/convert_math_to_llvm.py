@@ -167,7 +167,9 @@ class FloatExpression:
 
 
 def expand_tanh_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
-    """Eigen's tanh for float: x * P(x^2) / Q(x^2) on [-7.905, 7.905] (±1 beyond), x near 0 as is."""
+    """Eigen's tanh for float: x * P(x^2) / Q(x^2) on [-7.905, 7.905], exactly ±1 beyond (where
+    f32 tanh rounds to ±1: the rational alone stops 2^-23 short, and gelu's x * (1 + tanh) would
+    not be 0 for large negative x), x near 0 as is."""
     bound = 7.90531110763549805
     x = expr.clamp(a, -bound, bound)
     approx = expr.odd_rational(
@@ -183,8 +185,10 @@ def expand_tanh_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
         ],
         [1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03],
     )
-    tiny = expr.compare("olt", expr.emit(intrinsic_call("fabs", [a], expr.type)), 0.0004)
-    return expr.select(tiny, a, approx)
+    magnitude = expr.emit(intrinsic_call("fabs", [a], expr.type))
+    saturated = expr.emit(intrinsic_call("copysign", [expr.constant(1.0), a], expr.type))
+    approx = expr.select(expr.compare("oge", magnitude, bound), saturated, approx)
+    return expr.select(expr.compare("olt", magnitude, 0.0004), a, approx)
 
 
 def expand_erf_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:

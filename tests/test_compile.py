@@ -270,11 +270,22 @@ def test_unfused_runs_one_step_per_op_and_exactly_these_ops_fall_back():
     assert {(step.op.body.block.first_op.name, step.reason) for step in steps if step.backend == "reference"} == FALLBACKS
 
 
-@pytest.mark.xfail(strict=True, reason="saturated f32 tanh stops 2^-23 short of -1: x * (1 + tanh) is not 0 (nor NaN)")
 def test_gelu_tanh_saturates_like_the_reference():
+    """Issue 15: compiled gelu tanh gave about x * 2^-23 for large negative x (-0.119 at -1e6)."""
     b = GraphBuilder()
-    module = b.finish(b.gelu(b.input("x", (4,)), approximate="tanh"))
-    compiled_equals_interpreted(module, [np.array([-np.inf, -1e4, -20.0, np.inf], np.float32)])
+    module = b.finish(b.gelu(b.input("x", (9,)), approximate="tanh"))
+    x = np.array([-np.inf, -1e30, -1e6, -1e4, -20.0, -10.0, -7.9, np.nan, np.inf], np.float32)
+    (compiled,) = compiled_equals_interpreted(module, [x])(x)
+    assert list(compiled[1:6]) == [0.0] * 5
+
+
+def test_tanh_is_exactly_one_where_f32_rounds_to_one():
+    b = GraphBuilder()
+    module = b.finish(b.tanh(b.input("x", (10,))))
+    x = np.array([-np.inf, -1e30, -10.0, -7.9053111, -7.9, 7.9, 7.9053111, 10.0, 1e30, np.inf], np.float32)
+    (compiled,) = graphopt.compile(module, threads=1)(x)
+    assert list(compiled[[0, 1, 2, 3, 6, 7, 8, 9]]) == [-1.0] * 4 + [1.0] * 4
+    compiled_equals_interpreted(module, [x])
 
 
 # ----------------------------------------------------------------------------------------
