@@ -9,7 +9,7 @@ import pytest
 
 import graphopt
 from graphopt import GraphoptError
-from graphopt.tools import graph_opt
+from graphopt.tools import graph_opt, graph_run
 
 
 def parse_error(text: str) -> str:
@@ -131,6 +131,15 @@ def test_graph_opt_names_the_line_of_bytes_that_are_not_utf8(tmp_path, split, ca
     path.write_bytes(valid + b"func.func @main() {\n  func.return // \xff\n}\n")
     message = graph_opt_error(path, *(["--split-input-file"] if split else []), capsys=capsys)
     assert message.startswith(f"graph-opt: {path}:{6 if split else 2}:18: error: the input is not UTF-8 text: byte 0xff")
+
+
+def test_graph_run_names_the_line_of_bytes_that_are_not_utf8(tmp_path, capsys):
+    path = tmp_path / "bad.mlir"
+    path.write_bytes(b"func.func @main() {\n  func.return // \xff\n}\n")
+    with pytest.raises(SystemExit) as exit_info:
+        graph_run.main([str(path)])
+    assert exit_info.value.code == 1
+    assert capsys.readouterr().err.startswith(f"graph-run: {path}:2:18: error: the input is not UTF-8 text: byte 0xff")
 
 
 def test_graph_opt_long_unterminated_string_fails_fast(tmp_path, capsys):

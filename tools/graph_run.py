@@ -33,7 +33,7 @@ from xdsl.traits import SymbolTable
 import graphopt
 from graphopt.backends.measure import random_arrays
 from graphopt.errors import GraphoptError
-from graphopt.parsing import parse_text
+from graphopt.parsing import decode_source, parse_text
 from graphopt.tools.graph_opt import exit_on_error
 
 
@@ -188,7 +188,7 @@ def parse_arguments(args: Sequence[str] | None) -> argparse.Namespace:
 def main(args: Sequence[str] | None = None) -> None:
     options = parse_arguments(args)
     with exit_on_error("graph-run"):
-        module = parse_text(Path(options.input_file).read_text(), options.input_file)
+        module = parse_text(decode_source(Path(options.input_file).read_bytes(), options.input_file), options.input_file)
         func = entry_function(module, options.entry)
         inputs = load_inputs(func, options.inputs) if options.inputs else random_inputs(func, options.seed)
         report = sys.stdout if options.report else None
