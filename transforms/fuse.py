@@ -50,7 +50,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from graphopt.dialects import graph
 from graphopt.dialects.graph import Category, category_of
-from graphopt.transforms.subgraph import GroupNamer, sort_block_topologically, topological_order
+from graphopt.transforms.subgraph import GroupNamer, is_convex, sort_block_topologically, topological_order
 
 NO_FUSE = "graph.no_fuse"
 SMALL_CONSTANT_ELEMENTS = 64
@@ -186,19 +186,7 @@ class FusionGraph:
     def is_convex(self, groups: Sequence[Group]) -> bool:
         """No path leaves the union of groups and comes back: merging makes no cycle."""
         members = {op for g in groups for op in g.ops}
-        last = max(self.position[op] for op in members)
-        seen: set[Operation] = set()
-        pending = [s for op in members for s in self.successors[op] if s not in members]
-        while pending:
-            op = pending.pop()
-            if op in seen or self.position[op] > last:
-                continue
-            seen.add(op)
-            for s in self.successors[op]:
-                if s in members:
-                    return False
-                pending.append(s)
-        return True
+        return is_convex(members, self.successors.__getitem__, self.position.__getitem__)
 
     def keeps_groups_acyclic(self, groups: Sequence[Group]) -> bool:
         """No path between the groups runs through other groups (group-level, not op-level).

@@ -49,7 +49,13 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from graphopt.dialects import graph
-from graphopt.transforms.subgraph import GroupNamer, single_op_kernel_name, sort_block_topologically, topological_order
+from graphopt.transforms.subgraph import (
+    GroupNamer,
+    is_convex,
+    single_op_kernel_name,
+    sort_block_topologically,
+    topological_order,
+)
 
 PIN = "graph.backend"
 """Discardable attribute that pins an op to a backend: `graph.relu %x {graph.backend = "cpu"}`."""
@@ -552,21 +558,7 @@ class _Partitioner:
         for _ in range(self.options.max_depth - 1):
             layer = {s | {n} for s in layer for i in s for n in neighbours[i] - s}
             found |= layer
-        return sorted((s for s in found if self._convex(s)), key=lambda s: sorted(s))
-
-    def _convex(self, nodes: frozenset[int]) -> bool:
-        """No dataflow path leaves `nodes` and comes back."""
-        pending = [c for i in nodes for c in self.flow.consumers[i] if c not in nodes]
-        last = max(nodes)
-        seen: set[int] = set()
-        while pending:
-            node = pending.pop()
-            if node in nodes:
-                return False
-            if node not in seen and node < last:
-                seen.add(node)
-                pending += self.flow.consumers[node]
-        return True
+        return sorted((s for s in found if is_convex(s, flow.consumers.__getitem__, position=int)), key=lambda s: sorted(s))
 
     def _merge_touching(self, placements: list[Placement]) -> list[Placement]:
         """Merge a chosen kernel into one it feeds when both are on one backend, the backend

@@ -1,6 +1,7 @@
-"""What fuse and partition share about sets of ops in a block: their order and their names.
+"""What fuse and partition share about sets of ops in a block: their order, convexity and names.
 
     order = topological_order(groups, predecessors=lambda g: g.producers, rank=first_op_position)
+    is_convex(ops, successors=consumers_of, position=index_of)  # merging them makes no cycle
     sort_block_topologically(block, position)     # every value defined before its use
     GroupNamer(module).next([matmul, add, relu])  # "fused_matmul_add_relu_0"
     single_op_kernel_name(softmax, 3)             # "softmax_3"
@@ -12,7 +13,7 @@ is kept, and a cycle is reported (None) rather than broken.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from typing import TypeVar
 
 from xdsl.dialects.builtin import ModuleOp
@@ -47,6 +48,27 @@ def topological_order(items: Sequence[Item], predecessors: Callable[[Item], Iter
             if not waiting[successor]:
                 ready.append(successor)
     return order if len(order) == len(items) else None
+
+
+def is_convex(members: Collection[Item], successors: Callable[[Item], Iterable[Item]],
+              position: Callable[[Item], int]) -> bool:
+    """Does no dataflow path leave `members` and come back? (Then they can become one group
+    without a cycle.) `position` is a topological index: a path past the last member cannot
+    return, so the walk stops there.
+
+        is_convex({a, c}, successors, position)   # False when a -> b -> c and b is not a member
+    """
+    last = max(map(position, members))
+    pending = [s for m in members for s in successors(m) if s not in members]
+    seen: set[Item] = set()
+    while pending:
+        item = pending.pop()
+        if item in members:
+            return False
+        if item not in seen and position(item) < last:
+            seen.add(item)
+            pending.extend(successors(item))
+    return True
 
 
 def sort_block_topologically(block: Block, position: dict[Operation, int]) -> bool:
