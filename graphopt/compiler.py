@@ -1,4 +1,4 @@
-"""graphopt.compile: fuse, partition, compile each group on its backend, and run whole modules.
+"""graphopt.compile: canonicalize, fuse, partition, then each group's kernel from its backend.
 
     exe = graphopt.compile(module)                        # fuse + partition + lower + JIT, once
     exe = graphopt.compile(module, backends=("cpu", "reference"))
@@ -78,7 +78,6 @@ def compile(
     steps = [placed_step(op) for op in function.body.block.ops if not isinstance(op, (graph.ConstantOp, ReturnOp))]
     compile_kernels(steps, threads)
     return Executable(module, function, steps, threads, pipeline)
-
 
 
 def placed_step(op: Operation) -> Step:

@@ -1,4 +1,4 @@
-"""Backends: what the partitioner and the runtime know of a code generator, and nothing more.
+"""Backends: code generators, as graphopt.compile and the partition targets see them.
 
 A backend says which groups it accepts (`supports`), compiles accepted groups into kernels
 (`compile`), and estimates a group's cost from bytes and flops (`estimate`). A group is a
@@ -10,9 +10,10 @@ preallocated output arrays, which it fills:
         (kernel,) = backend.compile([group], threads=2)
         kernel([x, w], [out])
 
-A kernel that is one native function may say so with a `native` attribute (a `NativeEntry`):
-the runtime then calls it, and its native neighbours, from one generated native function
-instead of from Python.
+A kernel keeps the runtime's contract (`graphopt.runtime.executable.Kernel`): one that is a
+native function says so with a `native` attribute (a `NativeEntry`), and the runtime then calls
+it, and its native neighbours, from one generated native function instead of from Python. The
+partition pass sees backends only through `graphopt.backends.targets`.
 
 New backends register with `register_backend(MyBackend())`, or from another package through
 the `graphopt.backends` entry-point group (each entry point names a Backend subclass).

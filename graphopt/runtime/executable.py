@@ -36,6 +36,9 @@ from graphopt.runtime.jit import CallSequence, NativeCall
 
 
 class Kernel(Protocol):
+    """What a backend's `compile` returns for a group, and all the Executable knows of it. A
+    kernel that is one native function says so with a `native` attribute (a `NativeEntry`)."""
+
     def __call__(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> None:
         """Compute the group's outputs into `outputs` (C-contiguous, 16-byte aligned arrays)."""
 
