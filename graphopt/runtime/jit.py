@@ -46,6 +46,7 @@ from xdsl.ir import Attribute, BlockArgument, OpResult, SSAValue
 
 from graphopt.errors import GraphoptError
 from graphopt.lowering.llvm_module import host_target_machine, optimized_llvm_module
+from graphopt.runtime.kernel_cache import CacheEntry, active_kernel_cache, kernel_key
 from graphopt.parsing import parse_text
 
 
@@ -165,24 +166,30 @@ def written_arguments(function: llvm.FuncOp) -> frozenset[int]:
 class CompiledModule(Mapping[str, Kernel]):
     """The kernels of one module, compiled together into one MCJIT engine, by name."""
 
-    def __init__(self, module: ModuleOp, alignment: int):
+    def __init__(self, module: ModuleOp, alignment: int, cache_key: str):
+        """`cache_key`: the module's name in the persistent kernel cache (`kernel_cache.kernel_key`)."""
         signatures = {op.sym_name.data: op.function_type for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks}
         target_machine = host_target_machine()
+        cache = active_kernel_cache()
         try:
-            llvm_module, lowered = optimized_llvm_module(module, alignment, target_machine)
-            self.llvm_ir = str(llvm_module)
-            self._engine = llvm_binding.create_mcjit_compiler(llvm_module, target_machine)
+            entry = cache.load(cache_key) if cache is not None else None
+            if entry is None:
+                entry = _machine_code(module, alignment, target_machine)
+                if cache is not None:
+                    cache.store(cache_key, entry)
+            self.llvm_ir: str = entry.metadata["llvm_ir"]
+            self._engine = llvm_binding.create_mcjit_compiler(llvm_binding.parse_assembly(""), target_machine)
+            self._engine.add_object_file(llvm_binding.ObjectFileRef.from_data(entry.machine_code))
             self._engine.finalize_object()
         except RuntimeError as e:  # llvmlite's errors: IR that does not parse or verify, codegen failures
             raise GraphoptError(f"LLVM could not compile the kernels {', '.join(signatures)}: {e}") from None
-        functions = {op.sym_name.data: op for op in lowered.ops if isinstance(op, llvm.FuncOp)}
         self._kernels = MappingProxyType({
             name: Kernel(
                 name,
                 self._engine.get_function_address(name),
                 tuple(ArgumentSpec.of(t) for t in signature.inputs.data),
                 signature.outputs.data[0] if signature.outputs.data else None,
-                written_arguments(functions[name]),
+                frozenset(entry.metadata["written"][name]),
                 alignment,
                 self,
             )
@@ -199,6 +206,19 @@ class CompiledModule(Mapping[str, Kernel]):
         return len(self._kernels)
 
 
+JIT_OPTIONS = "O3 loop-vectorize slp-vectorize loop-unroll host-cpu jit"
+"""What `optimize` and `host_target_machine` do, in the persistent cache key."""
+
+
+def _machine_code(module: ModuleOp, alignment: int, target_machine: llvm_binding.TargetMachine) -> CacheEntry:
+    """The object code of a kernel module after O3, with its optimized IR and the arguments each
+    kernel writes (`written_arguments`, found on the llvm dialect), as the kernel cache holds them."""
+    llvm_module, lowered = optimized_llvm_module(module, alignment, target_machine)
+    written = {op.sym_name.data: sorted(written_arguments(op)) for op in lowered.ops if isinstance(op, llvm.FuncOp)}
+    llvm_ir = str(llvm_module)  # before codegen, which rewrites the module (loop strength reduction, ...)
+    return CacheEntry(target_machine.emit_object(llvm_module), {"llvm_ir": llvm_ir, "written": written})
+
+
 _cache: dict[tuple[str, int], CompiledModule] = {}
 _cache_lock = threading.Lock()
 
@@ -213,7 +233,7 @@ def compile_module(module: ModuleOp | str, alignment: int = 64) -> CompiledModul
     key = (_cache_text(module), alignment)
     with _cache_lock:
         if key not in _cache:
-            _cache[key] = CompiledModule(module, alignment)
+            _cache[key] = CompiledModule(module, alignment, kernel_key(key[0], f"{JIT_OPTIONS} align={alignment}"))
         return _cache[key]
 
 

@@ -1,0 +1,104 @@
+"""Compile times with and without the persistent kernel cache (issue 20), one row per model.
+
+    python benchmarks/compile_time.py [--models examples/mlp.mlir,resnet50] [--profile resnet50]
+
+Models: examples/*.mlir, and the ONNX light zoo's ResNet-50 and Inception v1 (`resnet50`,
+`inception_v1`; needs onnx). Columns, each `graphopt.compile(module, backends=("cpu",))` timed
+alone (parsing or the ONNX import is not counted; the process column is):
+
+- cold: a new process, an empty kernel cache (a temporary directory),
+- warm disk: a new process, the cache the cold run filled,
+- warm in process: the same module compiled again in the cold run's process (the JIT's
+  in-memory cache of compiled modules),
+- process: wall time of the warm-disk process, from start to exit (Python, imports, parsing).
+
+--profile MODEL prints cProfile's top functions (cumulative) of a warm-disk compile of MODEL.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ZOO_MODELS = ("resnet50", "inception_v1")
+
+CHILD = """
+import cProfile, json, pstats, sys, time
+import graphopt
+from graphopt.runtime.kernel_cache import active_kernel_cache
+source, profile = sys.argv[1], sys.argv[2] == "profile"
+if source.endswith(".onnx"):
+    module = graphopt.from_onnx(source)
+else:
+    module = graphopt.parse(source)
+profiler = cProfile.Profile() if profile else None
+start = time.perf_counter()
+if profiler:
+    profiler.enable()
+graphopt.compile(module, backends=("cpu",))
+if profiler:
+    profiler.disable()
+first = time.perf_counter() - start
+start = time.perf_counter()
+graphopt.compile(module, backends=("cpu",))
+again = time.perf_counter() - start
+if profiler:
+    pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(45)
+cache = active_kernel_cache()
+print(json.dumps({"first": first, "again": again, "hits": cache.hits, "misses": cache.misses}))
+"""
+
+
+def model_path(name: str) -> str:
+    if name in ZOO_MODELS:
+        import onnx
+
+        return str(Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / f"light_{name}.onnx")
+    return str(ROOT / name)
+
+
+def run_child(source: str, cache_dir: str, profile: bool = False) -> tuple[dict, float]:
+    """The child's timings, and the wall time of its whole process."""
+    environment = dict(os.environ, GRAPHOPT_KERNEL_CACHE=cache_dir)
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, source, "profile" if profile else "time"],
+        env=environment, capture_output=True, text=True, check=False,
+    )
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{source}: {done.stderr.strip().splitlines()[-1]}")
+    if profile:
+        print(done.stderr)
+    return json.loads(done.stdout), wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    examples = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "examples").glob("*.mlir"))
+    parser.add_argument("--models", default=",".join([*examples, *ZOO_MODELS]), help="comma-separated")
+    parser.add_argument("--profile", help="profile a warm-disk compile of this model")
+    arguments = parser.parse_args()
+
+    if arguments.profile:
+        with tempfile.TemporaryDirectory() as cache_dir:
+            run_child(model_path(arguments.profile), cache_dir)
+            run_child(model_path(arguments.profile), cache_dir, profile=True)
+        return
+
+    print(f"{'model':34} {'modules':>7} {'cold s':>8} {'warm disk s':>11} {'warm in process s':>17} {'process s':>9}")
+    for name in arguments.models.split(","):
+        with tempfile.TemporaryDirectory() as cache_dir:
+            cold, _ = run_child(model_path(name), cache_dir)
+            warm, process = run_child(model_path(name), cache_dir)
+        assert warm["misses"] == 0, f"{name}: the warm run missed the cache"
+        print(f"{name:34} {cold['misses']:>7} {cold['first']:>8.2f} {warm['first']:>11.2f} {cold['again']:>17.2f} {process:>9.2f}")
+
+
+if __name__ == "__main__":
+    main()
