@@ -34,9 +34,10 @@ PARSER_FAILURES: dict[type[BaseException], str] = {
     RecursionError: "nesting too deep",
     MemoryError: "value too large",
     AssertionError: "malformed operation",
+    KeyError: "a name defined twice",
 }
 """What xDSL's parser raises on some bad input besides ParseError (an op's custom parser asserts
-its syntax), and how we name it."""
+its syntax; a block label defined twice after a use is a KeyError), and how we name it."""
 
 
 def make_context() -> Context:

@@ -88,3 +88,16 @@ func.func @integer_width_of_2_to_the_64(%x: tensor<4xf32>) -> tensor<f32> {
   // CHECK: value too large
   func.return %0 : tensor<f32>
 }
+
+// -----
+
+func.func @block_label_defined_twice(%c: i1) {
+  // CHECK: parse_failures.mlir:[[# @LINE - 1]]:1
+  cf.cond_br %c, ^left, ^join
+^left:
+  cf.br ^join
+^join:
+^join:
+  func.return
+}
+// CHECK: a name defined twice: 'join'
