@@ -148,11 +148,17 @@ class GraphOp(IRDLOperation, ABC):
             )
 
 
+MAX_ELEMENTS = 2**63 - 1
+"""The most elements a tensor of a graph op may have: compiled code indexes with i64."""
+
+
 def check_tensor(t: Attribute, what: str, op_name: str) -> None:
     if not isinstance(t, TensorType):
         raise VerifyException(f"{op_name}: {what} must be a ranked tensor, got {t}")
     if any(d < 0 for d in t.get_shape()):
         raise VerifyException(f"{op_name}: {what} {t} has a dynamic dimension; graph ops need static shapes")
+    if math.prod(t.get_shape()) > MAX_ELEMENTS:
+        raise VerifyException(f"{op_name}: {what} {t} has more than 2^63 - 1 elements (compiled code indexes with i64)")
     element = t.get_element_type()
     if not is_supported_element(element):
         raise VerifyException(f"{op_name}: {what} {t} has unsupported element type {element}")

@@ -492,3 +492,11 @@ func.func @gather_from_empty_axis(%x: tensor<0x2xf32>, %i: tensor<4xi64>) {
   %0 = graph.gather %x, %i {axis = 0 : i64} : (tensor<0x2xf32>, tensor<4xi64>) -> tensor<4x2xf32>
   func.return
 }
+
+// -----
+
+func.func @more_elements_than_i64_indexes(%x: tensor<18446744073709551616xf32>) {
+  // CHECK: diagnostics.mlir:[[# @LINE + 1]]:3: error: graph.neg: operand #0 tensor<18446744073709551616xf32> has more than 2^63 - 1 elements (compiled code indexes with i64)
+  %0 = graph.neg %x : tensor<18446744073709551616xf32>
+  func.return
+}
