@@ -210,12 +210,15 @@ class ConvertGraphToLinalgPass(ModulePass):
     Top-level graph.constant ops and fallback-mode groups are data and reference code for
     the runtime, not kernels. A group that cannot be lowered fails the pass with the reason.
     `schedule` names the loop schedule (`linalg/schedule.py`): `cpu` (default) or `plain`.
+    `backend` (given by the target's pipeline, `pipelines.CPU`) leaves out the groups that
+    partitioning placed on another backend; the pass itself knows no backend by name.
     """
 
     name = "convert-graph-to-linalg"
 
     entry: str = "main"
     schedule: str = "cpu"
+    backend: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         main = SymbolTable.lookup_symbol(op, self.entry)
@@ -226,7 +229,7 @@ class ConvertGraphToLinalgPass(ModulePass):
                 f"convert-graph-to-linalg: schedule={self.schedule}, expected one of {', '.join(SCHEDULES)}"
             )
         kernels = []
-        for node, name in kernel_sources(main):
+        for node, name in kernel_sources(main, self.backend):
             try:
                 kernels.append(lower_group(node, name, SCHEDULES[self.schedule]))
             except Unsupported as e:

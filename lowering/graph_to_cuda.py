@@ -583,8 +583,8 @@ def supports(op: Operation) -> str | None:
 @dataclass(frozen=True)
 class ConvertGraphToCudaPass(ModulePass):
     """Replace the module by the CUDA kernels (and their `launch_` host functions) of `@entry`'s
-    compile-mode groups and single graph ops, in order; groups partitioned to another backend
-    are left out.
+    compile-mode groups and single graph ops, in order; with `backend` (given by the target's
+    pipeline, `pipelines.CUDA`), groups that partitioning placed on another backend are left out.
 
         func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
           %0 = graph.softmax %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
@@ -603,13 +603,14 @@ class ConvertGraphToCudaPass(ModulePass):
     name = "convert-graph-to-cuda"
 
     entry: str = "main"
+    backend: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         main = SymbolTable.lookup_symbol(op, self.entry)
         if not isinstance(main, func.FuncOp):
             raise PassFailedException(f"{self.name}: no function @{self.entry}")
         functions = []
-        for node, name in kernel_sources(main, backend="cuda"):
+        for node, name in kernel_sources(main, self.backend):
             try:
                 kernel = lower_group_to_cuda(node, name)
             except Unsupported as e:

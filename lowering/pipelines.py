@@ -4,7 +4,7 @@ Each stage is xDSL pass-pipeline text, the text `graph-opt -p` takes, parsed aga
 and graphopt's lowering passes (which graph-opt registers too). The cpu backend, the JIT, the cuda backend's PTX and graph-opt's
 `--lower-to-linalg`, `--lower-to-llvm`, `-t llvm` and `-t ptx` all run these stages:
 
-    CPU.spec("to-kernels", "kernels")         # "convert-graph-to-linalg,mark-row-local"
+    CPU.spec("to-kernels", "kernels")         # "convert-graph-to-linalg{backend=cpu},mark-row-local"
     CPU.apply(module, "llvm", alignment=16)   # kernels -> llvm dialect, in place
 
 CPU stages: `to-kernels` (@main's groups -> one func.func per group on memrefs, linalg),
@@ -59,7 +59,7 @@ def parsed_pipeline(spec: str) -> PassPipeline:
 CPU = Target(
     "cpu",
     {
-        "to-kernels": "convert-graph-to-linalg",
+        "to-kernels": "convert-graph-to-linalg{{backend=cpu}}",
         "kernels": "mark-row-local",
         "llvm": ",".join([
             "linalg-generalize-named-ops",
@@ -80,7 +80,7 @@ CPU = Target(
 CUDA = Target(
     "cuda",
     {
-        "to-kernels": "convert-graph-to-cuda",
+        "to-kernels": "convert-graph-to-cuda{{backend=cuda}}",
         "nvvm": ",".join([
             "lower-affine",
             "convert-scf-to-cf",
