@@ -103,6 +103,14 @@ def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     return flat.reshape(t.get_shape()).copy()
 
 
+def is_splat(attr: DenseIntOrFPElementsAttr) -> bool:
+    """Do all elements have the same bits (so one element or none is a splat)? Bytes are compared:
+    0.0 and -0.0 differ and equal NaNs match, and no Python list of the values is built (xDSL's
+    `is_splat` builds one, fails on no elements, and equates 0.0 with -0.0)."""
+    flat = dense_to_numpy(attr).reshape(-1)
+    return flat.size <= 1 or bool((flat.view(np.uint8).reshape(flat.size, -1) == flat[:1].view(np.uint8)).all())
+
+
 def attribute_value(attr: Attribute) -> object:
     """The Python value of a graph attribute: tuple, int, bool, float, str or ndarray."""
     if isinstance(attr, DenseArrayBase):

@@ -49,6 +49,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from graphopt.dialects import graph
+from graphopt.dialects.attributes import is_splat
 from graphopt.dialects.graph import Category, category_of
 from graphopt.transforms.subgraph import GroupNamer, is_convex, sort_block_topologically, topological_order
 
@@ -229,7 +230,7 @@ def _is_cheap(op: Operation) -> bool:
         return True
     if isinstance(op, graph.ConstantOp):
         value = op.value
-        return value.is_splat() or len(value) <= SMALL_CONSTANT_ELEMENTS
+        return len(value) <= SMALL_CONSTANT_ELEMENTS or is_splat(value)
     return False
 
 

@@ -8,7 +8,6 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
@@ -31,7 +30,7 @@ from xdsl.ir.affine import AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr
 from xdsl.rewriter import InsertPoint
 
 from graphopt.dialects import graph
-from graphopt.dialects.attributes import dense_from_numpy, dense_to_numpy, is_float
+from graphopt.dialects.attributes import dense_from_numpy, dense_to_numpy, is_float, is_splat
 from graphopt.lowering import packed_gemm
 from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR, KERNEL_ATTR, Unsupported
 from graphopt.lowering.linalg.indexing import INDEX_RULES, SELECTING_RULES, dims_of, operand_indices, shape_of
@@ -54,11 +53,6 @@ INDEX_ARITHMETIC = {
     AffineBinaryOpKind.Mod: arith.RemSIOp,
 }
 """Affine operations on index values (operands are never negative, so mod is remsi)."""
-
-
-def _is_splat(array: np.ndarray) -> bool:
-    flat = array.reshape(-1)
-    return flat.size <= 1 or bool((flat.view(np.uint8).reshape(flat.size, -1) == flat[:1].view(np.uint8)).all())
 
 
 class LoopBody:
@@ -243,7 +237,7 @@ class Kernel:
             op.result
             for op in group.ops
             if isinstance(op, graph.ConstantOp)
-            and not _is_splat(dense_to_numpy(op.value))
+            and not is_splat(op.value)
             and any(use.operation not in packed or use.index != 1 for use in op.result.uses)
         ]
         self.weights = list(dict.fromkeys(op.b for op in packed))
