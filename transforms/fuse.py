@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
@@ -51,7 +51,7 @@ from xdsl.utils.exceptions import PassFailedException
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import is_splat
 from graphopt.dialects.graph import Category, category_of
-from graphopt.transforms.subgraph import GroupNamer, is_convex, sort_block_topologically, topological_order
+from graphopt.transforms.subgraph import GroupNamer, is_convex, outline, sort_block_topologically, topological_order
 
 NO_FUSE = "graph.no_fuse"
 SMALL_CONSTANT_ELEMENTS = 64
@@ -486,24 +486,13 @@ class _BlockFusion:
         """Insert the graph.fused for group and route outside uses to its results."""
         members = set(group.ops)
         body_ops = sorted([*self._cheap_producers(group.ops), *group.ops], key=self.graph.position.__getitem__)
-        defined = {r for op in body_ops for r in op.results}
-        inputs: list[SSAValue] = []
-        for op in body_ops:
-            for operand in op.operands:
-                if operand not in defined and operand not in inputs:
-                    inputs.append(operand)
         outputs = [
             r
             for op in group.ops
             for r in op.results
             if r.first_use is None or _needed_outside(r, members, absorbed)  # unused values stay visible
         ]
-        block = Block(arg_types=[v.type for v in inputs])
-        mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args))
-        for op in body_ops:
-            block.add_op(op.clone(value_mapper=mapping))
-        block.add_op(graph.YieldOp([mapping[v] for v in outputs]))
-        fused = graph.FusedOp(inputs, [v.type for v in outputs], Region(block), name, self.options.mode)
+        fused, _ = outline(body_ops, outputs, name, self.options.mode)
         Rewriter.insert_op(fused, InsertPoint.before(group.ops[-1]))
         for old, new in zip(outputs, fused.results):
             old.replace_uses_with_if(new, lambda use: use.operation not in members)

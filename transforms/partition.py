@@ -21,8 +21,11 @@ exist, which accept a group and why not, what a group costs on each, the launch 
 kernel, and the last resort for ops no listed backend accepts. An op with
 `graph.backend = "blas"` is pinned to that backend.
 
-- greedy: each group goes to the first backend (in `backends` order) that accepts it whole; a
-  group none accepts whole is split, in dataflow order, into maximal accepted pieces.
+- greedy: each group goes to the first backend (in `backends` order) that accepts it whole,
+  unless an earlier backend accepts some of its ops alone (it claims them, as an ONNX Runtime
+  execution provider of higher priority does); a group that no backend accepts whole, or that
+  an earlier backend claims part of, is split, in dataflow order, into maximal accepted pieces
+  (each starting at an op on the first backend accepting that op).
 - cost: Collage. Candidate kernels are the connected sets of at most `max-depth` ops (within and
   across groups; each group whole too) that a backend supports, valid when no dataflow path
   leaves and re-enters them. `search` picks the cover of all ops of minimum total cost (cost +
@@ -43,7 +46,7 @@ from typing import Protocol
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
@@ -52,6 +55,7 @@ from graphopt.dialects import graph
 from graphopt.transforms.subgraph import (
     GroupNamer,
     is_convex,
+    outline,
     single_op_kernel_name,
     sort_block_topologically,
     topological_order,
@@ -361,23 +365,12 @@ class Dataflow:
         needs, and the values (of the nodes) it yields. Constants inside groups are cloned along;
         constants of the function's block are inputs."""
         ops = [self.nodes[i] for i in sorted(nodes)]
-        members = set(ops)
         constants = list(dict.fromkeys(
             v.owner for op in ops for v in map(self.flat, op.operands)
             if isinstance(v.owner, graph.ConstantOp) and v.owner.parent is not self.block
         ))
-        inputs = list(dict.fromkeys(
-            v for op in ops for v in map(self.flat, op.operands) if v.owner not in members and v.owner not in constants
-        ))
-        block = Block(arg_types=[v.type for v in inputs])
-        inside: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args))
-        for op in [*constants, *ops]:
-            clone = op.clone(value_mapper={operand: inside[self.flat(operand)] for operand in op.operands})
-            block.add_op(clone)
-            inside.update(zip(op.results, clone.results))
         outputs = [r for op in ops for r in op.results if self.escapes(r, nodes)]
-        block.add_op(graph.YieldOp([inside[v] for v in outputs]))
-        group = graph.FusedOp([outer(v) for v in inputs], [v.type for v in outputs], Region(block), name)
+        group, _ = outline([*constants, *ops], outputs, name, source=self.flat, outer=outer)
         return group, outputs
 
     def reads(self, nodes: Collection[int]) -> set[int]:
@@ -503,18 +496,29 @@ class _Partitioner:
     # -- greedy --------------------------------------------------------------------------
 
     def greedy(self) -> list[Placement]:
+        """Each unit goes whole to the first backend that accepts it whole, unless an earlier
+        one accepts some of its ops alone (ONNX Runtime's rule: a backend of higher priority
+        claims what it can run): then the unit is split."""
         placements: list[Placement] = []
         for unit in self.flow.units:
-            backend = self.first_accepting(unit.nodes) if unit.placeable else None
+            if not unit.placeable:
+                placements.append(Placement(unit.nodes, None))
+                continue
+            backend = self.first_accepting(unit.nodes)
+            if backend is not None and not unit.whole:
+                claims_part = next((b for b in self.allowed(unit.nodes)[: self.allowed(unit.nodes).index(backend)]
+                                    if any(self.supports(frozenset({i}), b) for i in unit.nodes)), None)
+                backend = None if claims_part else backend
             if backend is not None or unit.whole or len(unit.nodes) == 1:
-                placements.append(Placement(unit.nodes, backend or (self.fallback if unit.placeable else None)))
+                placements.append(Placement(unit.nodes, backend or self.fallback))
             else:
                 placements += self._split(unit.nodes)
         return placements
 
     def _split(self, nodes: frozenset[int]) -> list[Placement]:
-        """Maximal accepted pieces, in dataflow order: each starts at the first node left and
-        takes every later node that reads it and whose other producers are placed."""
+        """Maximal accepted pieces, in dataflow order: each starts at the first node left, on
+        the first backend accepting that node alone, and takes every later node that reads it,
+        whose other producers are placed, and whose own first backend is the piece's."""
         remaining = sorted(nodes)
         placed = set(range(len(self.flow.nodes))) - nodes
         pieces: list[Placement] = []
@@ -524,7 +528,8 @@ class _Partitioner:
             piece = frozenset({start})
             for node in rest:
                 producers = self.flow.inputs[node]
-                if producers & piece and producers <= piece | placed and self.accepts(piece | {node}, backend):
+                if (producers & piece and producers <= piece | placed and self.first_accepting(frozenset({node})) in (backend, None)
+                        and self.accepts(piece | {node}, backend)):
                     piece |= {node}
             pieces.append(Placement(piece, backend))
             placed |= piece

@@ -1,8 +1,10 @@
-"""What fuse and partition share about sets of ops in a block: their order, convexity and names.
+"""What fuse and partition share about sets of ops in a block: their order, convexity, names,
+and how they become a group.
 
     order = topological_order(groups, predecessors=lambda g: g.producers, rank=first_op_position)
     is_convex(ops, successors=consumers_of, position=index_of)  # merging them makes no cycle
     sort_block_topologically(block, position)     # every value defined before its use
+    group, inputs = outline([matmul, add], [add.result], "fused_matmul_add_0")  # a new graph.fused
     GroupNamer(module).next([matmul, add, relu])  # "fused_matmul_add_relu_0"
     single_op_kernel_name(softmax, 3)             # "softmax_3"
 
@@ -17,7 +19,7 @@ from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from typing import TypeVar
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 from graphopt.dialects import graph
 
@@ -90,6 +92,31 @@ def sort_block_topologically(block: Block, position: dict[Operation, int]) -> bo
             op.detach()
         block.insert_ops_before(order, terminator)
     return True
+
+
+def outline(ops: Sequence[Operation], outputs: Sequence[SSAValue], name: str, mode: str = "compile",
+            source: Callable[[SSAValue], SSAValue] = lambda value: value,
+            outer: Callable[[SSAValue], SSAValue] = lambda value: value) -> tuple[graph.FusedOp, list[SSAValue]]:
+    """A new, detached graph.fused whose body is a clone of `ops` (in this order) yielding
+    `outputs` (values of `ops`), and its inputs: the values `ops` read but do not define, each
+    once, in order of first use. `source` says which value an operand stands for (partition
+    sees a group's block argument as the group's operand); the group reads `outer(input)`.
+
+        %0 = graph.matmul %x, %w ...          outline([matmul, add], [add.result], "g") ->
+        %1 = graph.add %0, %b ...             %g = graph.fused(%x, %w, %b) {name = "g", ...} {
+                                                ^bb0(%a, %c, %d): matmul, add, graph.yield }
+    """
+    defined = {result for op in ops for result in op.results}
+    inputs = list(dict.fromkeys(source(v) for op in ops for v in op.operands if source(v) not in defined))
+    block = Block(arg_types=[v.type for v in inputs])
+    inside: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args))
+    for op in ops:
+        clone = op.clone(value_mapper={operand: inside[source(operand)] for operand in op.operands})
+        block.add_op(clone)
+        inside.update(zip(op.results, clone.results))
+    block.add_op(graph.YieldOp([inside[v] for v in outputs]))
+    group = graph.FusedOp([outer(v) for v in inputs], [v.type for v in outputs], Region(block), name, mode)
+    return group, inputs
 
 
 def single_op_kernel_name(op: Operation, index: int) -> str:

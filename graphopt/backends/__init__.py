@@ -49,12 +49,6 @@ class Backend(ABC):
     def estimate(self, group: Operation) -> float:
         """Analytic cost of one run of `group`, in seconds."""
 
-    def measured_parts(self, group: Operation) -> list[tuple[str, Operation]]:
-        """The (backend name, group) kernels whose measured costs add up to `group`'s cost on this
-        backend: by default `group` itself. A backend whose kernel is a library call followed by
-        another backend's kernel says so, and candidates sharing the call share its measurement."""
-        return [(self.name, group)]
-
 
 _registry: dict[str, Backend] = {}
 

@@ -104,7 +104,7 @@ class MachineRates:
 
     def library_time(self, anchor: Operation, extra_bytes: int = 0) -> float:
         """One library call computing `anchor` at the BLAS rate, plus `extra_bytes` of memory
-        passes around it (an im2col copy, an epilogue applied in place)."""
+        passes around it (an im2col copy)."""
         _, contraction = op_flops(anchor)
         moved = values_bytes([*anchor.operands, *anchor.results])
         return max(moved / self.bandwidth, contraction / self.blas_flops) + extra_bytes / self.bandwidth + self.kernel_overhead

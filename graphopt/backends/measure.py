@@ -38,7 +38,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region
 from xdsl.printer import Printer
 
-from graphopt.backends import Backend, get_backend
+from graphopt.backends import Backend
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.runtime.arrays import aligned_array, aligned_empty
@@ -339,18 +339,13 @@ class CostCache:
 
 def measure_all(pairs: Sequence[tuple[Backend, Operation]], cache: CostCache, quiet: bool = False,
                 threads: int | None = None) -> list[float]:
-    """Seconds of each (backend, group): the sum over its `measured_parts`, each cached, else
-    measured (all missing ones together) and cached. A tqdm progress bar counts the samples
-    when stderr is a terminal, unless `quiet`."""
-    parts = [[(get_backend(name), part) for name, part in backend.measured_parts(group)] for backend, group in pairs]
-    keys = [[cache.key(backend.name, part, threads) for backend, part in group_parts] for group_parts in parts]
-    missing = {
-        key: part for group_keys, group_parts in zip(keys, parts) for key, part in zip(group_keys, group_parts)
-        if cache.get(key) is None
-    }
+    """Seconds of each (backend, group): cached, else measured (all missing ones together) and
+    cached. A tqdm progress bar counts the samples when stderr is a terminal, unless `quiet`."""
+    keys = [cache.key(backend.name, group, threads) for backend, group in pairs]
+    missing = {key: pair for key, pair in zip(keys, pairs) if cache.get(key) is None}
     if missing:
         show = not quiet and sys.stderr.isatty()
         with tqdm(total=REPEAT * len(missing), desc="measuring kernels", unit="sample", disable=not show) as bar:
             seconds = measure(list(missing.values()), REPEAT, threads, on_sample=bar.update)
         cache.put(dict(zip(missing, seconds)))
-    return [sum(cache.get(key) for key in group_keys) for group_keys in keys]
+    return [cache.get(key) for key in keys]

@@ -1,5 +1,6 @@
 // Greedy partitioning: every group goes to the first backend (in priority order) that
-// accepts it whole; an op left alone by fusion becomes a one-op group; groups keep their names.
+// accepts it whole, unless an earlier backend accepts some of its ops alone: then it is split;
+// an op left alone by fusion becomes a one-op group; groups keep their names.
 
 // RUN: graph-opt %s --split-input-file --fuse --partition | filecheck %s
 // RUN: graph-opt %s --split-input-file -p 'fuse,partition{backends="blas,cpu"}' | filecheck %s --check-prefix=BLAS
@@ -14,10 +15,12 @@
 // CHECK-NEXT:    }
 // CHECK-NEXT:    func.return %[[S]]
 
-// blas first: it takes the matmul with its epilogue; the softmax it refuses goes to cpu.
+// blas first: it claims the matmul of the fused group, which is split; the epilogue and the
+// softmax, which blas refuses, go to cpu.
 // BLAS-LABEL: func.func @mlp
-// BLAS-NEXT:    graph.fused(%x, %w, %b) {name = "fused_matmul_add_relu_0", mode = "compile", backend = "blas"}
-// BLAS:         graph.fused(%{{.*}}) {name = "softmax_0", mode = "compile", backend = "cpu", graph.placement_reason = "blas: a blas group holds exactly one matmul or conv2d, this one holds 0"}
+// BLAS-NEXT:    %[[M:.*]] = graph.fused(%x, %w) {name = "matmul_0", mode = "compile", backend = "blas"}
+// BLAS:         %[[E:.*]] = graph.fused(%[[M]], %b) {name = "fused_add_relu_0", mode = "compile", backend = "cpu", graph.placement_reason = "blas: a blas group holds exactly one matmul or conv2d, this one holds 0"}
+// BLAS:         graph.fused(%[[E]]) {name = "softmax_1", mode = "compile", backend = "cpu", graph.placement_reason = "blas: a blas group holds exactly one matmul or conv2d, this one holds 0"}
 
 // Without fusion every op is its own group, named as graphopt.compile names single-op kernels.
 // UNFUSED-LABEL: func.func @mlp

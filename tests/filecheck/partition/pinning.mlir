@@ -3,12 +3,14 @@
 // RUN: graph-opt %s --split-input-file --fuse --partition | filecheck %s
 // RUN: graph-opt %s --split-input-file --fuse -p 'partition{search="cost"}' | filecheck %s --check-prefix=COST
 
-// A lone op pinned to blas, a group holding an op pinned to blas.
+// A lone op pinned to blas, a group holding an op pinned to blas: blas claims that op, and the
+// rest of the group goes to the first backend accepting it.
 // CHECK-LABEL: func.func @pinned
 // CHECK-NEXT:    %[[M:.*]] = graph.fused(%x, %w) {name = "matmul_0", mode = "compile", backend = "blas"}
 // CHECK-NEXT:    ^
 // CHECK-NEXT:      graph.matmul %{{.*}}, %{{.*}} {graph.backend = "blas", graph.no_fuse}
-// CHECK:         graph.fused(%[[M]], %w, %b) {name = "fused_matmul_add_0", mode = "compile", backend = "blas"}
+// CHECK:         %[[N:.*]] = graph.fused(%[[M]], %w) {name = "matmul_1", mode = "compile", backend = "blas"}
+// CHECK:         graph.fused(%[[N]], %b) {name = "add_2", mode = "compile", backend = "cpu"}
 // COST-LABEL: func.func @pinned
 // COST-NEXT:    %[[M:.*]] = graph.fused(%x, %w) {{.*}}backend = "blas"}
 // COST:         graph.matmul %{{.*}}, %{{.*}} {graph.backend = "blas", graph.no_fuse}

@@ -12,8 +12,9 @@
 // CHECK-NEXT:   softmax_0 {{ +}} 1  cpu {{ +[0-9]+\.[0-9]}}us  reference {{ +[0-9]+\.[0-9]}}us
 // CHECK-NOT:  {{.}}
 
-// BLAS:      fused_matmul_add_relu_0    3  blas {{ +[0-9]+\.[0-9]}}us  {{(cpu|reference) +[0-9]+\.[0-9]}}us
-// BLAS-NEXT: softmax_0 {{ +}} 1  cpu {{ +[0-9]+\.[0-9]}}us  reference {{ +[0-9]+\.[0-9]}}us
+// BLAS:      matmul_0 {{ +}} 1  blas {{ +[0-9]+\.[0-9]}}us  {{(cpu|reference) +[0-9]+\.[0-9]}}us
+// BLAS-NEXT: fused_add_relu_0 {{ +}} 2  cpu {{ +[0-9]+\.[0-9]}}us  reference {{ +[0-9]+\.[0-9]}}us
+// BLAS-NEXT: softmax_1 {{ +}} 1  cpu {{ +[0-9]+\.[0-9]}}us  reference {{ +[0-9]+\.[0-9]}}us
 
 // The cost search reports the groups it chose.
 // COST:      partition @main (search=cost, costs estimated):

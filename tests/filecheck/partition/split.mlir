@@ -1,5 +1,6 @@
-// A group no backend accepts whole is split, in dataflow order, into maximal pieces that one
-// accepts; a fallback group is never split.
+// A group no backend accepts whole, or that an earlier backend accepts ops of alone, is split,
+// in dataflow order, into maximal pieces, each on the first backend accepting its first op;
+// a fallback group is never split.
 
 // RUN: graph-opt %s --split-input-file --partition | filecheck %s
 // RUN: graph-opt %s --split-input-file --partition=backends=blas,cpu | filecheck %s --check-prefix=BLAS
@@ -16,10 +17,12 @@
 // CHECK-NEXT:      graph.yield
 // CHECK:         func.return %[[Q]]
 
-// blas first: each piece is one matmul and its elementwise epilogue.
+// blas first: it claims each matmul alone; each epilogue is a piece of its own on cpu.
 // BLAS-LABEL: func.func @two_anchors
-// BLAS-NEXT:    graph.fused(%x, %w) {name = "fused_matmul_add_0", mode = "compile", backend = "blas"}
-// BLAS:         graph.fused(%{{.*}}, %w) {name = "fused_matmul_relu_1", mode = "compile", backend = "blas"}
+// BLAS-NEXT:    %[[M:.*]] = graph.fused(%x, %w) {name = "matmul_0", mode = "compile", backend = "blas"}
+// BLAS:         %[[A:.*]] = graph.fused(%[[M]], %x) {name = "add_1", mode = "compile", backend = "cpu"
+// BLAS:         %[[N:.*]] = graph.fused(%[[A]], %w) {name = "matmul_2", mode = "compile", backend = "blas"}
+// BLAS:         graph.fused(%[[N]]) {name = "relu_3", mode = "compile", backend = "cpu"
 func.func @two_anchors(%x: tensor<8x8xf32>, %w: tensor<8x8xf32>) -> tensor<8x8xf32> {
   %r = graph.fused(%x, %w) {name = "two", mode = "compile"} : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32> {
   ^bb0(%a: tensor<8x8xf32>, %b: tensor<8x8xf32>):
