@@ -158,7 +158,7 @@ class Exporter:
         from onnx import helper
 
         output = self.fresh(f"{op_type.lower()}_out")
-        self.nodes.append(helper.make_node(op_type, list(inputs), [output], **attributes))
+        self.nodes.append(helper.make_node(op_type, list(inputs), [output], name=output, **attributes))
         return output
 
     def constant(self, array: np.ndarray, hint: str = "const") -> str:
