@@ -1,5 +1,5 @@
-"""graphopt.onnx_export.to_onnx against the interpreter: ONNX Runtime runs the exported model,
-and graphopt.from_onnx imports it back.
+"""graphopt.to_onnx (graphopt/onnx_export.py) against the interpreter: ONNX Runtime runs the
+exported model, and graphopt.from_onnx imports it back.
 
 Each case is a small module on odd shapes that computes several ops side by side (one output
 each); together the cases use every graph op (checked by `test_every_graph_op_is_covered`).
@@ -13,7 +13,7 @@ import pytest
 import graphopt
 from graphopt.builder import GraphBuilder
 from graphopt.dialects import graph
-from graphopt.onnx_export import EXPORTERS, to_onnx
+from graphopt.onnx_export import EXPORTERS
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -127,13 +127,13 @@ def assert_same(actual: list[np.ndarray], expected: tuple[np.ndarray, ...]) -> N
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.__name__)
 def test_onnx_runtime_matches_the_interpreter(case) -> None:
     module, arrays = case()
-    assert_same(run_ort(to_onnx(module), arrays), graphopt.interpret(module, *arrays))
+    assert_same(run_ort(graphopt.to_onnx(module), arrays), graphopt.interpret(module, *arrays))
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.__name__)
 def test_import_of_the_export_interprets_the_same(case) -> None:
     module, arrays = case()
-    reimported = graphopt.from_onnx(to_onnx(module))
+    reimported = graphopt.from_onnx(graphopt.to_onnx(module))
     assert_same(list(graphopt.interpret(reimported, *arrays)), graphopt.interpret(module, *arrays))
 
 
@@ -147,10 +147,10 @@ def test_every_graph_op_is_covered() -> None:
 def test_a_group_and_a_single_op_export_their_inputs_and_results() -> None:
     module, (x,) = groups_and_calls()
     fused = next(op for op in module.walk() if isinstance(op, graph.FusedOp))
-    (result,) = run_ort(to_onnx(fused), [x])
+    (result,) = run_ort(graphopt.to_onnx(fused), [x])
     np.testing.assert_allclose(result, np.maximum(np.exp(x), 0), **TOLERANCE)
     add = next(op for op in module.walk() if isinstance(op, graph.AddOp))
-    model = to_onnx(add)
+    model = graphopt.to_onnx(add)
     assert len(model.graph.input) == 1  # add %y, %y reads one input
     np.testing.assert_allclose(run_ort(model, [x])[0], x + x, **TOLERANCE)
 
@@ -159,4 +159,4 @@ def test_an_op_without_mapping_is_an_error_naming_it(monkeypatch) -> None:
     monkeypatch.delitem(EXPORTERS, "graph.erf")
     module, _ = unary_ops()
     with pytest.raises(graphopt.GraphoptError, match=r"'graph.erf' has no ONNX equivalent"):
-        to_onnx(module)
+        graphopt.to_onnx(module)
