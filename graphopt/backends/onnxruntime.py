@@ -45,7 +45,7 @@ NODE_SECONDS = 1e-6
 """What each node of a session costs beyond its work (an estimate)."""
 
 
-def onnxruntime_module() -> ModuleType:
+def _import_onnxruntime() -> ModuleType:
     """The onnxruntime package; GraphoptError saying how to install it when it is missing."""
     try:
         import onnxruntime
@@ -70,7 +70,7 @@ def _ort_errors() -> tuple[type[Exception], ...]:
 
 def _session(model: bytes, threads: int, where: str):
     """An InferenceSession of `model`; GraphoptError naming `where` when ONNX Runtime cannot run it."""
-    ort = onnxruntime_module()
+    ort = _import_onnxruntime()
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -106,7 +106,7 @@ class OrtBackend(Backend):
 
     def supports(self, group: Operation) -> str | None:
         try:
-            onnxruntime_module()
+            _import_onnxruntime()
         except GraphoptError as e:
             return str(e)
         if isinstance(group, graph.FusedOp) and group.mode_name == "fallback":
