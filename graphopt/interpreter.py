@@ -122,14 +122,20 @@ def gelu(op, x):
     return 0.5 * x * (1 + erf(x / math.sqrt(2)))
 
 
-def clip(op, x):
-    """Clamp to [min, max] (NaN stays NaN); integer tensors clamp to the integers in it."""
+def clip_bounds(op, dtype: np.dtype) -> tuple[float | int | None, float | int | None]:
+    """graph.clip's (min, max) for tensors of `dtype`: integer tensors clamp to the integers in
+    [min, max] (that the type holds); a missing bound is None."""
     low, high = op.get("min"), op.get("max")
-    if x.dtype.kind == "i":
-        limits = np.iinfo(x.dtype)
+    if dtype.kind == "i":
+        limits = np.iinfo(dtype)
         low = None if low is None else math.ceil(max(low, limits.min))
         high = None if high is None else math.floor(min(high, limits.max))
-    return np.clip(x, low, high)
+    return low, high
+
+
+def clip(op, x):
+    """Clamp to [min, max] (NaN stays NaN)."""
+    return np.clip(x, *clip_bounds(op, x.dtype))
 
 
 def batch_norm(op, x, scale, bias, mean, var):

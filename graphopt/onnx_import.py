@@ -442,8 +442,10 @@ def converts(*op_types: str, attributes: Sequence[str] = ()):
 
 UNARY_OPS = {
     "Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Erf": "erf", "Exp": "exp", "Log": "log",
-    "Sqrt": "sqrt", "Reciprocal": "reciprocal", "Neg": "neg", "Abs": "abs",
+    "Sqrt": "sqrt", "Reciprocal": "reciprocal", "Neg": "neg", "Abs": "abs", "Sin": "sin", "Cos": "cos",
+    "Floor": "floor", "Ceil": "ceil",
 }  # fmt: skip
+COMPARISONS = {"Equal": "eq", "Less": "lt", "LessOrEqual": "le", "Greater": "gt", "GreaterOrEqual": "ge"}
 BINARY_OPS = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Max": "max", "Min": "min"}
 INTEGER_FOLDS = {
     "Div": lambda a, b: np.trunc(a / b).astype(a.dtype),
@@ -488,6 +490,22 @@ def elementwise(node: Node) -> list[Tensor]:
     if op_type == "Mean":
         result = node.b.div(result, node.scalar(len(operands), like=result))
     return [result]
+
+
+@converts(*COMPARISONS)
+def compare(node: Node) -> list[Tensor]:
+    return [node.b.cmp(node(0), node(1), predicate=COMPARISONS[node.proto.op_type])]
+
+
+@converts("Not")
+def not_(node: Node) -> list[Tensor]:
+    """select(x, false, true): the graph dialect has no logical ops."""
+    return [node.b.select(node(0), node.b.constant(np.False_), node.b.constant(np.True_))]
+
+
+@converts("Where")
+def where(node: Node) -> list[Tensor]:
+    return [node.b.select(*node.inputs())]
 
 
 @converts("Cast", attributes=["to", "saturate"])
@@ -582,6 +600,17 @@ def unsqueeze(node: Node) -> list[Tensor]:
     for axis in sorted(node.axes(axes, len(dims) + len(axes))):
         dims.insert(axis, 1)
     return [node.b.reshape(node(0), dims)]
+
+
+@converts("Expand")
+def expand(node: Node) -> list[Tensor]:
+    """Broadcast to the NumPy broadcast of the input's shape and the given one."""
+    target = [int(d) for d in node.constant(1, "shape")]
+    try:
+        shape = np.broadcast_shapes(node.shape(0), tuple(target))
+    except ValueError:
+        raise node.unsupported(f"shape {list(node.shape(0))} does not broadcast to {target}") from None
+    return [node.b.broadcast_to(node(0), shape)]
 
 
 @converts("Transpose", attributes=["perm"])

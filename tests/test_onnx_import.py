@@ -105,6 +105,12 @@ BN = [Const(normal(3)), Const(normal(3)), Const(normal(3)), Const(positive(3))]
 NODE_CASES = [
     *(case(op, normal(3, 4)) for op in ("Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Neg", "Abs")),
     *(case(op, positive(3, 4)) for op in ("Log", "Sqrt", "Reciprocal")),
+    *(case(op, normal(3, 4) * 3) for op in ("Sin", "Cos", "Floor", "Ceil")),
+    *(case(op, np.round(X3), np.round(normal(4, 1))) for op in ("Equal", "Less", "LessOrEqual", "Greater",
+                                                                 "GreaterOrEqual")),
+    case("Not", normal(3, 4) > 0),
+    case("Where", normal(4, 1) > 0, X3, normal(5)),
+    case("Expand", normal(4, 1), ints(3, 1, 5)),
     case("Relu", normal(3, 4), opset=9),
     case("Abs", np.arange(-3, 3, dtype=np.int64)),
     case("LeakyRelu", normal(3, 4)),

@@ -81,9 +81,10 @@ def _load_builtin_and_plugins() -> None:
     from graphopt.backends.blas import BlasBackend
     from graphopt.backends.cpu import CpuBackend
     from graphopt.backends.cuda import CudaBackend
+    from graphopt.backends.onnxruntime import OrtBackend
     from graphopt.backends.reference import ReferenceBackend
 
-    for backend in (CpuBackend(), BlasBackend(), CudaBackend(), ReferenceBackend()):
+    for backend in (CpuBackend(), BlasBackend(), CudaBackend(), OrtBackend(), ReferenceBackend()):
         _registry.setdefault(backend.name, backend)
     for entry in entry_points(group="graphopt.backends"):
         backend = entry.load()()

@@ -110,14 +110,18 @@ class MachineRates:
         return max(moved / self.bandwidth, contraction / self.blas_flops) + extra_bytes / self.bandwidth + self.kernel_overhead
 
     def numpy_time(self, group: Operation) -> float:
-        """Op by op in NumPy: each op moves its own operands and results."""
-        ops = group_ops(group)
+        """Op by op in NumPy (vector code at a quarter of the rate of a compiled loop)."""
+        return self.op_by_op_time(group, self.numpy_op_overhead, self.vector_flops / 4)
+
+    def op_by_op_time(self, group: Operation, op_overhead: float, vector_rate: float) -> float:
+        """Op by op, each op moving its own operands and results; contractions at the BLAS rate,
+        other flops at `vector_rate`, plus `op_overhead` per op."""
         total = 0.0
-        for op in ops:
+        for op in group_ops(group):
             flops, contraction = op_flops(op)
             moved = sum(_nbytes(v) for v in (*op.operands, *op.results))
-            compute = contraction / self.blas_flops + (flops - contraction) / (self.vector_flops / 4)
-            total += max(moved / self.bandwidth, compute) + self.numpy_op_overhead
+            compute = contraction / self.blas_flops + (flops - contraction) / vector_rate
+            total += max(moved / self.bandwidth, compute) + op_overhead
         return total
 
 
