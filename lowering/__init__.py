@@ -8,6 +8,7 @@ from graphopt.pass_registry import lazy_passes
 
 PASSES = {
     "convert-graph-to-linalg": ("convert_graph_to_linalg", "ConvertGraphToLinalgPass"),
+    "share-kernel-code": ("share_kernel_code", "ShareKernelCodePass"),
     "mark-row-local": ("mark_row_local", "MarkRowLocalPass"),
     "fuse-row-loops": ("fuse_row_loops", "FuseRowLoopsPass"),
     "convert-arith-to-llvm": ("convert_arith_to_llvm", "ConvertArithToLLVMPass"),

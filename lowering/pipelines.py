@@ -4,11 +4,12 @@ Each stage is xDSL pass-pipeline text, the text `graph-opt -p` takes, parsed aga
 and graphopt's lowering passes (which graph-opt registers too). The cpu backend, the JIT, the cuda backend's PTX and graph-opt's
 `--lower-to-linalg`, `--lower-to-llvm`, `-t llvm` and `-t ptx` all run these stages:
 
-    CPU.spec("to-kernels", "kernels")         # "convert-graph-to-linalg{backend=cpu},mark-row-local"
+    CPU.spec("to-kernels", "kernels")         # "convert-graph-to-linalg{backend=cpu},share-kernel-code,mark-row-local"
     CPU.apply(module, "llvm", alignment=16)   # kernels -> llvm dialect, in place
 
 CPU stages: `to-kernels` (@main's groups -> one func.func per group on memrefs, linalg),
-`kernels` (what the cpu backend adds to the kernels), `llvm` (-> llvm dialect; `alignment`:
+`kernels` (what the cpu backend adds to the kernels: one function for kernels with the same
+code, row-local marks), `llvm` (-> llvm dialect; `alignment`:
 bytes promised for kernel pointer arguments). The cpu backend lowers the groups it is given
 one by one, as `to-kernels` does for @main's, then runs `kernels` and `llvm`. (Its row-chunk
 variants for threads > 1 are not a stage yet: the backend makes them after `kernels`.)
@@ -60,7 +61,7 @@ CPU = Target(
     "cpu",
     {
         "to-kernels": "convert-graph-to-linalg{{backend=cpu}}",
-        "kernels": "mark-row-local",
+        "kernels": "share-kernel-code,mark-row-local",
         "llvm": ",".join([
             "linalg-generalize-named-ops",
             "convert-linalg-to-loops",

@@ -22,7 +22,7 @@ def test_stages_are_graph_opt_pipeline_text():
     llvm = CPU.spec("llvm", alignment=16)
     assert llvm.startswith("linalg-generalize-named-ops,convert-linalg-to-loops,fuse-row-loops,")
     assert "convert-func-to-llvm{alignment=16}" in llvm
-    assert [p.name for p in CPU.pipeline("kernels").passes] == ["mark-row-local"]
+    assert [p.name for p in CPU.pipeline("kernels").passes] == ["share-kernel-code", "mark-row-local"]
     assert [p.alignment for p in CPU.pipeline("llvm", alignment=32).passes if p.name == "convert-func-to-llvm"] == [32]
     assert CUDA.pipeline("to-kernels", "nvvm").passes[-1].name == "reconcile-unrealized-casts"
     tool = graph_opt.GraphOptMain(["--lower-to-llvm"])
@@ -64,3 +64,21 @@ def test_kernel_names_are_unique_in_one_compile():
         out = np.empty_like(x)
         kernel([x], [out])
         np.testing.assert_array_equal(out, np.maximum(x, 0))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_repeated_blocks_share_their_code_with_their_own_weights(threads):
+    """Three dense layers of one shape and other weights: one kernel's code, three results."""
+    rng = np.random.default_rng(0)
+    b = GraphBuilder()
+    y = b.input("x", (256, 64))
+    for _ in range(3):
+        y = b.relu(b.add(b.matmul(y, b.constant(rng.standard_normal((64, 64)).astype(np.float32) / 8)),
+                         b.constant(rng.standard_normal(64).astype(np.float32))))
+    module = b.finish(y)
+    executable = graphopt.compile(module, backends=("cpu",), threads=threads)
+    (ir,) = executable.llvm_ir()
+    assert ir.count("define void @fused_matmul_add_relu_0(") == 1 and "define void @fused_matmul_add_relu_1(" not in ir
+    assert len(executable.steps) == 3
+    x = rng.standard_normal((256, 64)).astype(np.float32)
+    np.testing.assert_allclose(executable(x)[0], graphopt.interpret(module, x)[0], rtol=1e-4, atol=1e-4)

@@ -2,8 +2,9 @@
 
 Each group is lowered to a kernel as convert-graph-to-linalg lowers it, under the same name
 (its group's, or `<kind>_<n>` for a single op); the kernels then run the `kernels` stage of
-`lowering/pipelines.py`'s CPU target (mark-row-local: a row-local kernel's loop nests run row
-by row in one loop, `fuse-row-loops`) and, in the JIT, its `llvm` stage. So at one thread
+`lowering/pipelines.py`'s CPU target (share-kernel-code: kernels with the same code compile
+once; mark-row-local: a row-local kernel's loop nests run row by row in one loop,
+`fuse-row-loops`) and, in the JIT, its `llvm` stage. So at one thread
 `graph-opt --fuse --partition=backends=cpu -t llvm` prints the IR that `compile` JIT-compiles.
 Kernels of one `compile` call are JIT-compiled together (one LLVM module).
 
@@ -17,11 +18,13 @@ or not.
 
 from __future__ import annotations
 
+import copy
 import ctypes
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 
@@ -34,6 +37,7 @@ from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR, Group, Unsupported
 from graphopt.lowering.linalg.schedule import packed_matmuls
 from graphopt.lowering.pipelines import CPU
 from graphopt.lowering.row_split import RowSplit, row_chunk_kernel, row_split
+from graphopt.lowering.share_kernel_code import code_names
 from graphopt.lowering.ukernels import declarations
 from graphopt.runtime.arrays import ALIGNMENT, aligned_array
 from graphopt.runtime.executable import Kernel, NativeEntry
@@ -58,7 +62,15 @@ loop nest) and 81-86 for its second (the direct convolution ukernel) at 1 thread
 
 
 class CpuBackend(Backend):
+    """Lowers each group once: the kernel `supports` made is kept (while the group lives) for
+    `compile`. Kernels with the same code (a repeated block of a network: same shapes and ops,
+    other weights; share-kernel-code) are compiled once and share their machine code, each
+    with its own constants."""
+
     name = "cpu"
+
+    def __init__(self):
+        self._lowered: weakref.WeakKeyDictionary[Operation, FuncOp] = weakref.WeakKeyDictionary()
 
     def supports(self, group: Operation) -> str | None:
         try:
@@ -67,15 +79,23 @@ class CpuBackend(Backend):
                 ArgumentSpec.of(type_)
         except (Unsupported, KernelArgumentError) as e:
             return str(e)
+        self._lowered[group] = kernel
         return None
 
     def compile(self, groups: Sequence[Operation], threads: int) -> list[Kernel]:
         # more chunks than cores run no faster, and the pool's spinning threads would wait on
         # each other for a core
         threads = min(threads, usable_cores())
-        kernels = [self._lower(group, name) for group, name in zip(groups, kernel_names(groups))]
+        names = kernel_names(groups)
+        kernels = [self._kernel(group, name) for group, name in zip(groups, names)]
+        constants = [_constant_arguments(kernel) for kernel in kernels]
         module = CPU.apply(ModuleOp(kernels + declarations(kernels)), "kernels")
-        plans = [KernelPlan(kernel, threads if _worth_splitting(group) else 1) for kernel, group in zip(kernels, groups)]
+        code = code_names(module)
+        plans: dict[str, KernelPlan] = {}
+        for name, kernel, group, values in zip(names, kernels, groups, constants):
+            plans[name] = (plans[code[name]].sharing_code_with(name, values) if name in code
+                           else KernelPlan(kernel, values, threads if _worth_splitting(group) else 1))
+        plans = list(plans.values())
         if any(plan.chunks for plan in plans):
             functions = [f.clone() for plan in plans for f in plan.functions()]
             module = ModuleOp(functions + declarations(functions))
@@ -93,6 +113,14 @@ class CpuBackend(Backend):
         else:
             share = MATMUL_SHARE_OF_BLAS
         return rates.kernel_time(group, share * rates.blas_flops)
+
+    def _kernel(self, group: Operation, name: str) -> FuncOp:
+        """`group`'s kernel named `name`: the one `supports` lowered, else a new one."""
+        kernel = self._lowered.pop(group, None)
+        if kernel is None:
+            kernel = self._lower(group, name)
+        kernel.sym_name = StringAttr(name)
+        return kernel
 
     @staticmethod
     def _lower(group: Operation, name: str) -> FuncOp:
@@ -129,14 +157,11 @@ def _worth_splitting(group: Operation) -> bool:
 class KernelPlan:
     """One group's kernel function, its constant arguments and its row chunks, before the JIT."""
 
-    def __init__(self, kernel: FuncOp, threads: int):
+    def __init__(self, kernel: FuncOp, constants: list[np.ndarray], threads: int):
         self.kernel = kernel
-        self.name = kernel.sym_name.data
-        self.constants = [
-            aligned_array(dense_to_numpy(attrs.data[CONSTANT_ARG_ATTR]), alignment=ALIGNMENT)
-            for attrs in (kernel.arg_attrs.data if kernel.arg_attrs else [])
-            if CONSTANT_ARG_ATTR in attrs.data
-        ]
+        self.name = self.code = kernel.sym_name.data
+        """The kernel's name, and the name of the compiled function holding its code."""
+        self.constants = constants
         self.split: RowSplit | None = None
         self.chunks: list[tuple[str, int]] = []
         split = row_split(kernel) if threads > 1 else None
@@ -150,7 +175,16 @@ class KernelPlan:
                 self.chunk_names = {size: f"{self.name}_rows{size}" for size in sorted(set(sizes))}
                 self.chunks = [(self.chunk_names[size], begin) for size, begin in zip(sizes, begins)]
 
+    def sharing_code_with(self, name: str, constants: list[np.ndarray]) -> KernelPlan:
+        """The plan of kernel `name`, an alias of this plan's (share-kernel-code): it compiles
+        nothing of its own and runs this plan's code with its own `constants`."""
+        plan = copy.copy(self)
+        plan.name, plan.constants = name, constants
+        return plan
+
     def functions(self) -> list[FuncOp]:
+        if self.code != self.name:
+            return []
         chunk_kernels = [row_chunk_kernel(self.kernel, self.split, size, name) for size, name in self.chunk_names.items()] if self.chunks else []
         return [self.kernel, *chunk_kernels]
 
@@ -159,9 +193,18 @@ class KernelPlan:
         return ChunkedKernel(self.name, self.split.row_bytes, chunks)
 
     def bind(self, compiled, entries: ChunkedEntries | None) -> CpuKernel:
-        kernel = compiled[self.name]
+        kernel = compiled[self.code]
         address = entries.address(self.name) if self.chunks else kernel.address
         return CpuKernel(address, len(kernel.arguments), self.constants, self.split, self.chunks, (compiled, entries))
+
+
+def _constant_arguments(kernel: FuncOp) -> list[np.ndarray]:
+    """The values of `kernel`'s constant arguments, aligned, in argument order."""
+    return [
+        aligned_array(dense_to_numpy(attrs.data[CONSTANT_ARG_ATTR]), alignment=ALIGNMENT)
+        for attrs in (kernel.arg_attrs.data if kernel.arg_attrs else [])
+        if CONSTANT_ARG_ATTR in attrs.data
+    ]
 
 
 class CpuKernel:
