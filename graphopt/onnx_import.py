@@ -442,7 +442,7 @@ def converts(*op_types: str, attributes: Sequence[str] = ()):
 
 UNARY_OPS = {
     "Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Erf": "erf", "Exp": "exp", "Log": "log",
-    "Sqrt": "sqrt", "Reciprocal": "reciprocal", "Neg": "neg", "Abs": "abs",
+    "Sqrt": "sqrt", "Reciprocal": "reciprocal", "Neg": "neg", "Abs": "abs", "Sin": "sin", "Cos": "cos",
 }  # fmt: skip
 BINARY_OPS = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Max": "max", "Min": "min"}
 INTEGER_FOLDS = {
@@ -488,6 +488,65 @@ def elementwise(node: Node) -> list[Tensor]:
     if op_type == "Mean":
         result = node.b.div(result, node.scalar(len(operands), like=result))
     return [result]
+
+
+# ----------------------------------------------------------------------------------------
+# Comparisons and logic (results are i1)
+# ----------------------------------------------------------------------------------------
+
+COMPARISONS = {"Equal": "eq", "Greater": "gt", "GreaterOrEqual": "ge", "Less": "lt", "LessOrEqual": "le"}
+
+
+def compare(node: Node, a: SSAValue, b: SSAValue, predicate: str) -> SSAValue:
+    """graph.cmp of `a` and `b`; i1 operands (which graph.cmp refuses) are compared as i32."""
+    if a.type.get_element_type() == element_type_of(np.bool_):
+        a, b = node.b.cast(a, np.int32), node.b.cast(b, np.int32)
+    return node.b.cmp(a, b, predicate=predicate)
+
+
+def boolean(node: Node, value: bool) -> SSAValue:
+    return node.b.constant(np.asarray(value))
+
+
+@converts(*COMPARISONS)
+def comparison(node: Node) -> list[Tensor]:
+    return [compare(node, node(0), node(1), COMPARISONS[node.proto.op_type])]
+
+
+@converts("Not", "And", "Or", "Xor")
+def logic(node: Node) -> list[Tensor]:
+    """On i1: Not, And and Or select between an operand and a constant; Xor is "not equal"."""
+    a = node(0)
+    if node.proto.op_type == "Not":
+        return [node.b.select(a, boolean(node, False), boolean(node, True))]
+    c = node(1)
+    if node.proto.op_type == "And":
+        return [node.b.select(a, c, boolean(node, False))]
+    if node.proto.op_type == "Or":
+        return [node.b.select(a, boolean(node, True), c)]
+    return [compare(node, a, c, "ne")]
+
+
+@converts("Where")
+def where(node: Node) -> list[Tensor]:
+    return [node.b.select(node(0), node(1), node(2))]
+
+
+@converts("IsNaN")
+def is_nan(node: Node) -> list[Tensor]:
+    return [compare(node, node(0), node(0), "ne")]
+
+
+@converts("IsInf", attributes=["detect_positive", "detect_negative"])
+def is_inf(node: Node) -> list[Tensor]:
+    """x == inf, x == -inf, or |x| == inf when both are detected."""
+    x = node(0)
+    positive, negative = node.attr("detect_positive", 1), node.attr("detect_negative", 1)
+    if positive and negative:
+        return [compare(node, node.b.abs(x), node.scalar(math.inf, x), "eq")]
+    if positive or negative:
+        return [compare(node, x, node.scalar(math.inf if positive else -math.inf, x), "eq")]
+    return [node.b.broadcast_to(boolean(node, False), node.shape(0))]
 
 
 @converts("Cast", attributes=["to", "saturate"])
@@ -582,6 +641,17 @@ def unsqueeze(node: Node) -> list[Tensor]:
     for axis in sorted(node.axes(axes, len(dims) + len(axes))):
         dims.insert(axis, 1)
     return [node.b.reshape(node(0), dims)]
+
+
+@converts("Expand")
+def expand(node: Node) -> list[Tensor]:
+    """Broadcast to the input's shape broadcast with `shape` (both ways, like NumPy)."""
+    target = [int(d) for d in node.constant(1, "shape")]
+    try:
+        shape = np.broadcast_shapes(node.shape(0), tuple(target))
+    except ValueError:
+        raise node.unsupported(f"shape {target} does not broadcast with the input shape {list(node.shape(0))}") from None
+    return [node.raw(0) if shape == node.shape(0) else node.b.broadcast_to(node(0), shape)]
 
 
 @converts("Transpose", attributes=["perm"])

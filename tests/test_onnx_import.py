@@ -46,6 +46,14 @@ def positive(*shape: int) -> np.ndarray:
     return rng.uniform(0.5, 2.0, shape).astype(np.float32)
 
 
+def booleans(*shape: int) -> np.ndarray:
+    return rng.uniform(size=shape) < 0.5
+
+
+def small_ints(*shape: int) -> np.ndarray:
+    return rng.integers(-2, 3, shape).astype(np.int64)
+
+
 @dataclass(frozen=True)
 class Const:
     """A node input given as an initializer (known at import) instead of a graph input."""
@@ -98,6 +106,7 @@ def case(op_type: str, *inputs, opset: int = 17, outputs: int = 1, **attributes)
 
 
 X4 = normal(2, 3, 6, 6)
+SPECIAL = np.asarray([[np.nan, np.inf, -np.inf, 0.0], [1.5, -2.0, np.nan, -np.inf]], np.float32)
 X3 = normal(3, 4, 5)
 W3 = Const(normal(4, 3, 3, 3))
 BN = [Const(normal(3)), Const(normal(3)), Const(normal(3)), Const(positive(3))]
@@ -231,6 +240,34 @@ NODE_CASES = [
     case("ReduceMean", X3, ints(-1), opset=18),
     case("ReduceMax", X3, ints(0, 1), keepdims=0, opset=18),
     case("ReduceMin", X3, opset=18),
+    *(case(op, positive(3, 4) - 1.25) for op in ("Sin", "Cos")),
+    case("Sin", normal(2, 3), opset=9),
+    *(case(op, small_ints(3, 4), small_ints(4)) for op in ("Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual")),
+    *(case(op, normal(3, 4), normal(3, 1), opset=9) for op in ("Greater", "Less")),
+    case("Equal", normal(3, 4), Const(normal(3, 4)), opset=11),
+    case("GreaterOrEqual", X3, Const(normal(5)), opset=16),
+    case("LessOrEqual", small_ints(2, 3).astype(np.float32), small_ints(2, 3).astype(np.float32), opset=12),
+    case("Equal", booleans(3, 4), booleans(4), opset=13),
+    case("Equal", Const(np.arange(4)), Const(np.asarray(2))),
+    case("Not", booleans(3, 4)),
+    case("Not", booleans(5), opset=9),
+    *(case(op, booleans(3, 4), booleans(4)) for op in ("And", "Or", "Xor")),
+    *(case(op, booleans(2, 1, 3), booleans(4, 1), opset=9) for op in ("And", "Or", "Xor")),
+    case("Where", booleans(3, 4), normal(3, 4), normal(4)),
+    case("Where", booleans(3, 1), Const(np.asarray(-1e9, np.float32)), normal(2, 3, 4), opset=9),
+    case("Where", booleans(4), small_ints(3, 4), Const(np.asarray(7, np.int64)), opset=16),
+    case("Where", booleans(2, 3), small_ints(2, 3).astype(np.int32), small_ints(3).astype(np.int32)),
+    case("IsNaN", SPECIAL),
+    case("IsNaN", SPECIAL.astype(np.float64), opset=9),
+    case("IsInf", SPECIAL, opset=10),
+    case("IsInf", SPECIAL, detect_negative=0),
+    case("IsInf", SPECIAL.astype(np.float64), detect_positive=0, opset=20),
+    case("IsInf", SPECIAL, detect_positive=0, detect_negative=0),
+    case("Expand", normal(3, 1), ints(2, 3, 4), opset=9),
+    case("Expand", normal(3, 4), ints(4)),
+    case("Expand", normal(1, 4), ints(3, 1)),
+    case("Expand", booleans(1, 1, 4), ints(2, 3, 1)),
+    case("Expand", small_ints(3), ints(1)),
 ]
 
 
