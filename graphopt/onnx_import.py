@@ -1,4 +1,4 @@
-"""Import ONNX models (opsets 9 to 21) into the graph dialect.
+"""Import ONNX models (opsets 9 to 23) into the graph dialect.
 
     module = graphopt.from_onnx("model.onnx")                            # static input shapes
     module = graphopt.from_onnx(model_proto, shapes={"x": (1, 3, 224, 224)})
@@ -37,7 +37,7 @@ from graphopt.interpreter import interpret
 if TYPE_CHECKING:
     import onnx
 
-MIN_OPSET, MAX_OPSET = 9, 21
+MIN_OPSET, MAX_OPSET = 9, 23
 DEFAULT_DOMAINS = ("", "ai.onnx")
 MAX_ELEMENTS = 2**63 - 1
 """The most elements an input may have: compiled code indexes tensors with i64."""
@@ -473,6 +473,39 @@ def clip(node: Node) -> list[Tensor]:
     return [node.b.clip(node(0), min=low, max=high)]
 
 
+def softplus_of(node: Node, x: SSAValue) -> SSAValue:
+    """log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)), which does not overflow."""
+    b = node.b
+    return b.add(b.relu(x), b.log(b.add(node.scalar(1.0, x), b.exp(b.neg(b.abs(x))))))
+
+
+def hard_sigmoid_of(node: Node, x: SSAValue, alpha: float, beta: float) -> SSAValue:
+    """clip(alpha * x + beta, 0, 1)."""
+    return node.b.clip(node.b.add(node.b.mul(x, node.scalar(alpha, x)), node.scalar(beta, x)), min=0.0, max=1.0)
+
+
+@converts("Softplus")
+def softplus(node: Node) -> list[Tensor]:
+    return [softplus_of(node, node(0))]
+
+
+@converts("Mish")
+def mish(node: Node) -> list[Tensor]:
+    """x * tanh(softplus(x))."""
+    return [node.b.mul(node(0), node.b.tanh(softplus_of(node, node(0))))]
+
+
+@converts("HardSigmoid", attributes=["alpha", "beta"])
+def hard_sigmoid(node: Node) -> list[Tensor]:
+    return [hard_sigmoid_of(node, node(0), node.attr("alpha", 0.2), node.attr("beta", 0.5))]
+
+
+@converts("HardSwish")
+def hard_swish(node: Node) -> list[Tensor]:
+    """x * hard_sigmoid(x) with alpha 1/6 and beta 1/2."""
+    return [node.b.mul(node(0), hard_sigmoid_of(node, node(0), 1 / 6, 0.5))]
+
+
 @converts(*BINARY_OPS, "Sum", "Mean")
 def elementwise(node: Node) -> list[Tensor]:
     """Binary ops broadcast like NumPy; Max, Min, Sum and Mean take any number of inputs."""
@@ -783,6 +816,56 @@ def layer_norm(node: Node) -> list[Tensor]:
     return [node.b.layer_norm(x, parameter(1, 1.0), parameter(2, 0.0), axis=axis, epsilon=node.attr("epsilon", 1e-5))]
 
 
+def standardized(node: Node, x: SSAValue, axis: int, epsilon: float) -> SSAValue:
+    """(x - mean) / sqrt(var + epsilon) over the axes from `axis` on: a layer_norm of unit scale and zero bias."""
+    normalized = x.type.get_shape()[axis:]
+    dtype = numpy_dtype(x.type.get_element_type())
+    ones, zeros = node.b.constant(np.ones(normalized, dtype)), node.b.constant(np.zeros(normalized, dtype))
+    return node.b.layer_norm(x, ones, zeros, axis=axis, epsilon=epsilon)
+
+
+def per_channel(node: Node, index: int, rank: int) -> SSAValue:
+    """Input `index`, of shape [C], as [C, 1, ...] to broadcast over axis 1 of a rank-`rank` tensor."""
+    shape = (node.shape(index)[0], *[1] * (rank - 2))
+    return node.transformed(index, lambda c: c.reshape(shape), lambda c: node.b.reshape(c, shape))
+
+
+@converts("RMSNormalization", attributes=["axis", "epsilon", "stash_type"])
+def rms_norm(node: Node) -> list[Tensor]:
+    """x / sqrt(mean(x^2 over the axes from `axis` on) + epsilon) * scale."""
+    b, x = node.b, node(0)
+    rank = len(node.shape(0))
+    axes = list(range(node.axis(node.attr("axis", -1), rank), rank))
+    mean_square = b.reduce_mean(b.mul(x, x), axes=axes, keepdims=True)
+    inverse_rms = b.rsqrt(b.add(mean_square, node.scalar(node.attr("epsilon", 1e-5), x)))
+    return [b.mul(b.mul(x, inverse_rms), node(1))]
+
+
+@converts("InstanceNormalization", attributes=["epsilon"])
+def instance_norm(node: Node) -> list[Tensor]:
+    """Each (sample, channel) standardized over its spatial axes, then scaled and shifted per channel."""
+    rank = len(node.shape(0))
+    y = standardized(node, node(0), 2, node.attr("epsilon", 1e-5))
+    return [node.b.add(node.b.mul(y, per_channel(node, 1, rank)), per_channel(node, 2, rank))]
+
+
+@converts("GroupNormalization", attributes=["epsilon", "num_groups", "stash_type"])
+def group_norm(node: Node) -> list[Tensor]:
+    """x [N, C, ...] as [N, groups, rest] standardized over `rest`; scale and bias are per channel
+    (opset 21) or per group (opset 18, applied before reshaping back)."""
+    b, dims = node.b, node.shape(0)
+    groups = node.attr("num_groups")
+    if dims[1] % groups:
+        raise node.unsupported(f"num_groups {groups} does not divide the {dims[1]} channels of shape {list(dims)}")
+    grouped = (dims[0], groups, math.prod(dims[1:]) // groups)
+    y = standardized(node, b.reshape(node(0), grouped), 2, node.attr("epsilon", 1e-5))
+    if node.opset < 21:
+        y = b.add(b.mul(y, per_channel(node, 1, 3)), per_channel(node, 2, 3))
+        return [b.reshape(y, dims)]
+    y = b.reshape(y, dims)
+    return [b.add(b.mul(y, per_channel(node, 1, len(dims))), per_channel(node, 2, len(dims)))]
+
+
 @converts("BatchNormalization", attributes=["epsilon", "momentum", "training_mode"])
 def batch_norm(node: Node) -> list[Tensor]:
     if node.attr("training_mode", 0):
@@ -883,9 +966,7 @@ def conv(node: Node) -> list[Tensor]:
     groups = node.attr("group", 1)
     y = node.b.conv2d(node(0), node(1), strides=strides, dilations=dilations, padding=padding, groups=groups)
     if node.has(2):
-        bias_shape = (node.shape(2)[0], 1, 1)
-        bias = node.transformed(2, lambda c: c.reshape(bias_shape), lambda c: node.b.reshape(c, bias_shape))
-        y = node.b.add(y, bias)
+        y = node.b.add(y, per_channel(node, 2, 4))
     return [y]
 
 

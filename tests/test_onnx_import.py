@@ -268,6 +268,20 @@ NODE_CASES = [
     case("Expand", normal(1, 4), ints(3, 1)),
     case("Expand", booleans(1, 1, 4), ints(2, 3, 1)),
     case("Expand", small_ints(3), ints(1)),
+    *(case(op, normal(3, 4) * 4) for op in ("Softplus", "HardSigmoid", "HardSwish")),
+    case("Mish", normal(3, 4) * 4, opset=18),
+    case("Softplus", normal(2, 5) * 40, opset=9),
+    case("Mish", normal(2, 5) * 40, opset=22),
+    case("HardSigmoid", normal(3, 4) * 4, alpha=0.5, beta=0.25, opset=9),
+    case("HardSwish", normal(2, 3, 4) * 6, opset=14),
+    case("RMSNormalization", normal(2, 3, 8), Const(normal(8)), opset=23),
+    case("RMSNormalization", normal(2, 3, 8), normal(3, 8), axis=1, epsilon=1e-3, opset=23),
+    case("RMSNormalization", normal(2, 3, 8), Const(normal(1, 8)), axis=-2, opset=23),
+    case("InstanceNormalization", X4, Const(normal(3)), Const(normal(3))),
+    case("InstanceNormalization", normal(2, 3, 7), normal(3), normal(3), epsilon=1e-2, opset=9),
+    case("GroupNormalization", normal(2, 6, 4, 4), Const(normal(6)), Const(normal(6)), num_groups=3, opset=21),
+    case("GroupNormalization", normal(2, 4, 5), normal(4), normal(4), num_groups=4, epsilon=1e-3, opset=21),
+    case("GroupNormalization", normal(2, 6, 3, 3), Const(normal(2)), Const(normal(2)), num_groups=2, opset=18),
 ]
 
 
