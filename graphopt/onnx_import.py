@@ -633,6 +633,31 @@ def shape(node: Node) -> list[Tensor]:
     return [np.asarray(dims[node.attr("start", 0) : node.attr("end", len(dims))], np.int64)]
 
 
+@converts("Range")
+def range_(node: Node) -> list[Tensor]:
+    """start + delta * [0, 1, ..., n - 1] with n = max(ceil((limit - start) / delta), 0)."""
+    start, limit, delta = (node.constant(i, what).reshape(()) for i, what in enumerate(("start", "limit", "delta")))
+    if delta == 0:
+        raise node.unsupported("delta is 0")
+    count = max(math.ceil((limit - start) / delta), 0)
+    return [(start + delta * np.arange(count)).astype(start.dtype)]
+
+
+@converts("CumSum", attributes=["exclusive", "reverse"])
+def cumsum(node: Node) -> list[Tensor]:
+    """Running sums along `axis` (backwards with `reverse`; each leaving out its own element with `exclusive`)."""
+    x = node.constant(0, "x")
+    axis = node.axis(int(node.constant(1, "axis").reshape(())), x.ndim)
+    backwards = bool(node.attr("reverse", 0))
+    ordered = np.flip(x, axis) if backwards else x
+    sums = np.cumsum(ordered, axis=axis, dtype=x.dtype)
+    if node.attr("exclusive", 0):
+        shifted = np.zeros_like(sums)
+        shifted[(slice(None),) * axis + (slice(1, None),)] = sums[(slice(None),) * axis + (slice(None, -1),)]
+        sums = shifted
+    return [np.flip(sums, axis) if backwards else sums]
+
+
 # ----------------------------------------------------------------------------------------
 # Data movement
 # ----------------------------------------------------------------------------------------
@@ -701,6 +726,43 @@ def concat(node: Node) -> list[Tensor]:
 @converts("Gather", attributes=["axis"])
 def gather(node: Node) -> list[Tensor]:
     return [node.b.gather(node(0), node(1), axis=node.axis(node.attr("axis", 0), len(node.shape(0))))]
+
+
+@converts("GatherElements", attributes=["axis"])
+def gather_elements(node: Node) -> list[Tensor]:
+    """y[i, j] = data[indices[i, j], j] (axis 0): a gather from the flattened data at element offsets,
+    computed at import when the indices are constant. Negative indices count from the end."""
+    b, dims, index_dims = node.b, node.shape(0), node.shape(1)
+    axis = node.axis(node.attr("axis", 0), len(dims))
+    if len(index_dims) != len(dims):
+        raise node.unsupported(f"indices of shape {list(index_dims)} and data of shape {list(dims)} differ in rank")
+    strides = [math.prod(dims[d + 1 :]) for d in range(len(dims))]
+    coordinates = np.indices(index_dims, np.int64)
+    base = sum((coordinates[d] * strides[d] for d in range(len(dims)) if d != axis), np.zeros(index_dims, np.int64))
+    size, stride = dims[axis], strides[axis]
+
+    def offsets_in_graph(indices: SSAValue) -> SSAValue:
+        indices = indices if indices.type.get_element_type() == element_type_of(np.int64) else b.cast(indices, np.int64)
+        negative = b.cmp(indices, b.constant(np.int64(0)), predicate="lt")
+        wrapped = b.select(negative, b.add(indices, b.constant(np.int64(size))), indices)
+        return b.add(b.constant(base), b.mul(wrapped, b.constant(np.int64(stride))))
+
+    offsets = node.transformed(1, lambda i: base + np.where(i < 0, i + size, i).astype(np.int64) * stride,
+                               offsets_in_graph)
+    return [b.gather(b.reshape(node(0), (math.prod(dims),)), offsets, axis=0)]
+
+
+@converts("Trilu", attributes=["upper"])
+def trilu(node: Node) -> list[Tensor]:
+    """The upper (or lower) triangle of the last two axes from diagonal k; the rest is 0."""
+    dims = node.shape(0)
+    if len(dims) < 2:
+        raise node.unsupported(f"the input must have rank 2 or more, got shape {list(dims)}")
+    k = int(node.constant(1, "k", np.zeros(())).reshape(()))
+    ones = np.ones(dims[-2:], np.bool_)
+    keep = np.triu(ones, k) if node.attr("upper", 1) else np.tril(ones, k)
+    zero = node.b.constant(np.zeros((), node.dtype(0)))
+    return [node.b.select(node.b.constant(keep), node(0), zero)]
 
 
 def slice_axis(node: Node, x: SSAValue, axis: int, start: int, stop: int, step: int = 1) -> SSAValue:
@@ -929,6 +991,92 @@ def gemm(node: Node) -> list[Tensor]:
         scale = (lambda c: (c * beta).astype(c.dtype)), (lambda c: b.mul(c, node.scalar(beta, y)))
         y = b.add(y, node(2) if beta == 1.0 else node.transformed(2, *scale))
     return [y]
+
+
+ELLIPSIS_LABELS = "0123456789"
+"""Labels that stand for the axes of an Einsum '...' (right-aligned, as NumPy broadcasts them)."""
+
+
+def einsum_labels(node: Node, equation: str) -> tuple[list[str], str]:
+    """Each operand's axis labels and the output's, with '...' spelled out and an implicit output made explicit."""
+    terms, arrow, output = equation.replace(" ", "").partition("->")
+    operands = terms.split(",")
+    if len(operands) != len(node.proto.input):
+        raise node.unsupported(f"equation '{equation}' names {len(operands)} operands, the node has {len(node.proto.input)}")
+    ellipsis_rank = max(
+        (len(node.shape(i)) - len(term.replace("...", "")) for i, term in enumerate(operands) if "..." in term), default=0
+    )
+
+    def spelled(term: str, rank: int) -> str:
+        if "..." not in term:
+            return term
+        count = rank - len(term.replace("...", ""))
+        return term.replace("...", ELLIPSIS_LABELS[ellipsis_rank - count : ellipsis_rank])
+
+    labels = [spelled(term, len(node.shape(i))) for i, term in enumerate(operands)]
+    if arrow:
+        output = spelled(output, ellipsis_rank + len(output.replace("...", "")))
+    else:
+        once = sorted(c for c in set("".join(labels)) if "".join(labels).count(c) == 1 and c.isalpha())
+        output = ELLIPSIS_LABELS[:ellipsis_rank] + "".join(once)
+    for i, term in enumerate(labels):
+        if len(term) != len(node.shape(i)) or len(set(term)) != len(term):
+            raise node.unsupported(f"equation '{equation}': operand #{i} '{operands[i]}' does not label the "
+                                   f"{len(node.shape(i))} axes of its shape {list(node.shape(i))} once each")
+    return labels, output
+
+
+def arranged(node: Node, x: SSAValue, labels: str, order: str, shape: Sequence[int]) -> SSAValue:
+    """x (axes labelled `labels`) transposed to the label order `order`, then reshaped to `shape`."""
+    perm = [labels.index(c) for c in order]
+    if perm != sorted(perm):
+        x = node.b.transpose(x, perm=perm)
+    return x if tuple(x.type.get_shape()) == tuple(shape) else node.b.reshape(x, shape)
+
+
+@converts("Einsum", attributes=["equation"])
+def einsum(node: Node) -> list[Tensor]:
+    """Transpose-like (one operand, the output permutes its labels) or matmul-like (two operands,
+    each label in both and the output: batch; in both only: contracted; in one and the output: free):
+    the operands arranged as [batch, free, contracted] @ [batch, contracted, free], then the
+    product arranged as the output."""
+    equation = node.attr("equation")
+    labels, output = einsum_labels(node, equation)
+    size = {c: node.shape(i)[labels[i].index(c)] for i in range(len(labels)) for c in labels[i]}
+    for i, term in enumerate(labels):
+        for c, d in zip(term, node.shape(i)):
+            if size[c] != d:
+                raise node.unsupported(f"equation '{equation}': label '{c}' has sizes {size[c]} and {d}")
+    refused = node.unsupported(
+        f"equation '{equation}' is not supported (only transpose-like equations of one operand and "
+        "matmul-like ones of two: no repeated labels, every label that is not in the output in both operands)"
+    )
+    if len(set(output)) != len(output) or not set(output) <= set(size):
+        raise refused
+    if len(labels) == 1:
+        if sorted(labels[0]) != sorted(output):
+            raise refused
+        return [arranged(node, node(0), labels[0], output, [size[c] for c in output])]
+    if len(labels) != 2:
+        raise refused
+    a, c = labels
+    batch = [x for x in output if x in a and x in c]
+    a_free, c_free = [x for x in output if x in a and x not in c], [x for x in output if x in c and x not in a]
+    contracted = [x for x in a if x in c and x not in output]
+    if len(batch) + len(a_free) + len(contracted) != len(a) or len(batch) + len(c_free) + len(contracted) != len(c):
+        raise refused
+    batch_sizes = [size[x] for x in batch]
+
+    def product(group: list[str]) -> int:
+        return math.prod(size[x] for x in group)
+
+    left = arranged(node, node(0), a, "".join(batch + a_free + contracted),
+                    [*batch_sizes, product(a_free), product(contracted)])
+    right = arranged(node, node(1), c, "".join(batch + contracted + c_free),
+                     [*batch_sizes, product(contracted), product(c_free)])
+    result = "".join(batch + a_free + c_free)
+    unpacked = arranged(node, node.b.matmul(left, right), result, result, [size[x] for x in result])
+    return [arranged(node, unpacked, result, output, [size[x] for x in output])]
 
 
 def window_padding(node: Node, sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
