@@ -1079,42 +1079,76 @@ def einsum(node: Node) -> list[Tensor]:
     return [arranged(node, unpacked, result, output, [size[x] for x in output])]
 
 
-def window_padding(node: Node, sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
-                   dilations: Sequence[int]) -> list[int]:
-    """[top, left, bottom, right] from `pads` or `auto_pad` (SAME_UPPER puts the odd pixel at the end)."""
+@dataclass(frozen=True)
+class Window:
+    """A Conv's or pool's input as [N, C, H, W] and its window in 2-D: a 1-D window (input
+    [N, C, L], attributes of one value per axis) runs as [N, C, 1, L] with a unit H window."""
+
+    x: SSAValue
+    kernel: list[int]
+    strides: list[int]
+    dilations: list[int]
+    padding: list[int]
+    """[top, left, bottom, right]"""
+    dims: tuple[int, ...]
+    """The input's own shape."""
+
+    def restored(self, node: Node, y: SSAValue) -> SSAValue:
+        """A [N, C', 1, L'] result of a 1-D window back as [N, C', L']; a 2-D one as it is."""
+        if len(self.dims) == 4:
+            return y
+        n, c, _, length = y.type.get_shape()
+        return node.b.reshape(y, (n, c, length))
+
+
+def window(node: Node, kernel: Sequence[int]) -> Window:
+    """The window of a Conv or pool node with `kernel` (one size per spatial axis)."""
+    dims = node.shape(0)
+    if len(dims) not in (3, 4):
+        raise node.unsupported(
+            f"only 1-D and 2-D windows (input [N, C, L] or [N, C, H, W]) are supported, got shape {list(dims)}"
+        )
+    one_d = len(dims) == 3
+
+    def lifted(values: Sequence[int], fill: int) -> list[int]:
+        return [fill, *values] if one_d else list(values)
+
+    x = node.b.reshape(node(0), (*dims[:2], 1, dims[2])) if one_d else node(0)
+    sizes = lifted(dims[2:], 1)
+    ones = [1] * len(kernel)
+    kernel, strides, dilations = (lifted(v, 1) for v in (kernel, node.attr("strides", ones), node.attr("dilations", ones)))
     auto_pad = node.attr("auto_pad", "NOTSET")
     if auto_pad == "NOTSET":
-        return list(node.attr("pads", [0, 0, 0, 0]))
-    if auto_pad == "VALID":
-        return [0, 0, 0, 0]
-    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        pads = list(node.attr("pads", [0, 0] * len(ones)))
+        padding = [0, pads[0], 0, pads[1]] if one_d else pads
+    elif auto_pad == "VALID":
+        padding = [0, 0, 0, 0]
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        begins, ends = [], []
+        for size, k, s, d in zip(sizes, kernel, strides, dilations):
+            total = max((-(-size // s) - 1) * s + d * (k - 1) + 1 - size, 0)
+            small, large = total // 2, total - total // 2  # SAME_UPPER puts the odd pixel at the end
+            begins.append(small if auto_pad == "SAME_UPPER" else large)
+            ends.append(large if auto_pad == "SAME_UPPER" else small)
+        padding = begins + ends
+    else:
         raise node.unsupported(f"auto_pad '{auto_pad}' is not supported")
-    begins, ends = [], []
-    for size, k, s, d in zip(sizes, kernel, strides, dilations):
-        total = max((-(-size // s) - 1) * s + d * (k - 1) + 1 - size, 0)
-        small, large = total // 2, total - total // 2
-        begins.append(small if auto_pad == "SAME_UPPER" else large)
-        ends.append(large if auto_pad == "SAME_UPPER" else small)
-    return begins + ends
-
-
-def spatial_2d(node: Node) -> tuple[int, int]:
-    dims = node.shape(0)
-    if len(dims) != 4:
-        raise node.unsupported(f"only 2-D windows (4-D input [N, C, H, W]) are supported, got shape {list(dims)}")
-    return dims[2], dims[3]
+    return Window(x, kernel, strides, dilations, padding, dims)
 
 
 @converts("Conv", attributes=["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"])
 def conv(node: Node) -> list[Tensor]:
-    sizes = spatial_2d(node)
-    kernel = node.shape(1)[2:]
-    strides, dilations = node.attr("strides", [1, 1]), node.attr("dilations", [1, 1])
-    padding = window_padding(node, sizes, kernel, strides, dilations)
-    groups = node.attr("group", 1)
-    y = node.b.conv2d(node(0), node(1), strides=strides, dilations=dilations, padding=padding, groups=groups)
+    w_dims = node.shape(1)
+    win = window(node, w_dims[2:])
+    weights = node(1)
+    if len(w_dims) == 3:
+        lifted = (*w_dims[:2], 1, w_dims[2])
+        weights = node.transformed(1, lambda w: w.reshape(lifted), lambda w: node.b.reshape(w, lifted))
+    y = node.b.conv2d(win.x, weights, strides=win.strides, dilations=win.dilations, padding=win.padding,
+                      groups=node.attr("group", 1))
+    y = win.restored(node, y)
     if node.has(2):
-        y = node.b.add(y, per_channel(node, 2, 4))
+        y = node.b.add(y, per_channel(node, 2, len(win.dims)))
     return [y]
 
 
@@ -1124,16 +1158,18 @@ POOL_ATTRIBUTES = ["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads",
 @converts("MaxPool", attributes=[*POOL_ATTRIBUTES, "storage_order"])
 @converts("AveragePool", attributes=[*POOL_ATTRIBUTES, "count_include_pad"])
 def pool(node: Node) -> list[Tensor]:
-    sizes = spatial_2d(node)
-    kernel, strides = node.attr("kernel_shape"), node.attr("strides", [1, 1])
-    if any(d != 1 for d in node.attr("dilations", [1, 1])):
+    win = window(node, node.attr("kernel_shape"))
+    if any(d != 1 for d in win.dilations):
         raise node.unsupported(f"dilations {node.attr('dilations')} are not supported (only 1)")
-    padding = window_padding(node, sizes, kernel, strides, [1, 1])
     if node.attr("ceil_mode", 0):
-        for axis, (size, k, s) in enumerate(zip(sizes, kernel, strides)):
-            if (size + padding[axis] + padding[axis + 2] - k) % s:
+        sizes = win.x.type.get_shape()[2:]
+        for axis, (size, k, s) in enumerate(zip(sizes, win.kernel, win.strides)):
+            if (size + win.padding[axis] + win.padding[axis + 2] - k) % s:
                 raise node.unsupported("ceil_mode = 1 is not supported where it rounds the output size up")
     if node.proto.op_type == "MaxPool":
-        return [node.b.max_pool2d(node(0), kernel=kernel, strides=strides, padding=padding)]
-    include = bool(node.attr("count_include_pad", 0))
-    return [node.b.avg_pool2d(node(0), kernel=kernel, strides=strides, padding=padding, count_include_pad=include)]
+        y = node.b.max_pool2d(win.x, kernel=win.kernel, strides=win.strides, padding=win.padding)
+    else:
+        include = bool(node.attr("count_include_pad", 0))
+        y = node.b.avg_pool2d(win.x, kernel=win.kernel, strides=win.strides, padding=win.padding,
+                              count_include_pad=include)
+    return [win.restored(node, y)]

@@ -106,6 +106,7 @@ def case(op_type: str, *inputs, opset: int = 17, outputs: int = 1, **attributes)
 
 
 X4 = normal(2, 3, 6, 6)
+X1D = normal(2, 3, 10)
 SPECIAL = np.asarray([[np.nan, np.inf, -np.inf, 0.0], [1.5, -2.0, np.nan, -np.inf]], np.float32)
 X3 = normal(3, 4, 5)
 W3 = Const(normal(4, 3, 3, 3))
@@ -306,6 +307,15 @@ NODE_CASES = [
     case("Einsum", normal(3, 4), normal(5), equation="ij,k->kji"),
     case("Einsum", normal(2, 3, 4), equation="abc->cab"),
     case("Einsum", normal(2, 3, 4, 5), equation="...ij->...ji"),
+    case("Conv", X1D, Const(normal(4, 3, 3)), Const(normal(4)), pads=[1, 1]),
+    case("Conv", X1D, Const(normal(4, 3, 3)), strides=[2], dilations=[2], pads=[2, 1], opset=11),
+    case("Conv", normal(2, 6, 9), normal(6, 2, 3), normal(6), group=3, auto_pad="SAME_UPPER", strides=[2]),
+    case("Conv", X1D, Const(normal(5, 3, 4)), auto_pad="SAME_LOWER", opset=22),
+    case("Conv", X1D, Const(normal(5, 3, 2)), auto_pad="VALID", opset=9),
+    case("MaxPool", X1D, kernel_shape=[3], strides=[2], pads=[1, 1]),
+    case("MaxPool", X1D, kernel_shape=[2], auto_pad="SAME_UPPER", opset=9),
+    case("AveragePool", X1D, kernel_shape=[3], pads=[1, 1], count_include_pad=1, opset=11),
+    case("AveragePool", X1D, kernel_shape=[4], strides=[3], auto_pad="SAME_LOWER", opset=19),
 ]
 
 
@@ -484,9 +494,9 @@ UNSUPPORTED = {
         helper.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
         "MaxPool node 'mp': ceil_mode = 1",
     ),
-    "1-D conv": (
-        helper.make_node("AveragePool", ["x"], ["y"], name="ap", kernel_shape=[2]),
-        "AveragePool node 'ap': only 2-D windows",
+    "3-D window": (
+        helper.make_node("AveragePool", ["x"], ["y"], name="ap", kernel_shape=[2, 2, 2]),
+        "AveragePool node 'ap': only 1-D and 2-D windows",
     ),
     "used extra output": (
         helper.make_node("MaxPool", ["x"], ["y", "indices"], name="mpi", kernel_shape=[2, 2]),
@@ -501,7 +511,7 @@ UNSUPPORTED = {
 
 @pytest.mark.parametrize("node, message", UNSUPPORTED.values(), ids=UNSUPPORTED.keys())
 def test_unsupported_node_names_op_node_and_what(node, message):
-    shape = (1, 3, 8) if "AveragePool" in message else (1, 3, 8, 8)
+    shape = (1, 3, 4, 4, 4) if "AveragePool" in message else (1, 3, 8, 8)
     model = one_node_model(node, shape)
     if node.op_type == "Pad":
         model.graph.initializer.append(numpy_helper.from_array(np.zeros(8, np.int64), "p"))
