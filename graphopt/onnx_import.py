@@ -708,7 +708,8 @@ def expand(node: Node) -> list[Tensor]:
     try:
         shape = np.broadcast_shapes(node.shape(0), tuple(target))
     except ValueError:
-        raise node.unsupported(f"shape {target} does not broadcast with the input shape {list(node.shape(0))}") from None
+        message = f"shape {target} does not broadcast with the input shape {list(node.shape(0))}"
+        raise node.unsupported(message) from None
     return [node.raw(0) if shape == node.shape(0) else node.b.broadcast_to(node(0), shape)]
 
 
@@ -1002,10 +1003,10 @@ def einsum_labels(node: Node, equation: str) -> tuple[list[str], str]:
     terms, arrow, output = equation.replace(" ", "").partition("->")
     operands = terms.split(",")
     if len(operands) != len(node.proto.input):
-        raise node.unsupported(f"equation '{equation}' names {len(operands)} operands, the node has {len(node.proto.input)}")
-    ellipsis_rank = max(
-        (len(node.shape(i)) - len(term.replace("...", "")) for i, term in enumerate(operands) if "..." in term), default=0
-    )
+        given = len(node.proto.input)
+        raise node.unsupported(f"equation '{equation}' names {len(operands)} operands, the node has {given}")
+    ellipsis_ranks = [len(node.shape(i)) - len(term) + 3 for i, term in enumerate(operands) if "..." in term]
+    ellipsis_rank = max(ellipsis_ranks, default=0)
 
     def spelled(term: str, rank: int) -> str:
         if "..." not in term:
@@ -1020,9 +1021,9 @@ def einsum_labels(node: Node, equation: str) -> tuple[list[str], str]:
         once = sorted(c for c in set("".join(labels)) if "".join(labels).count(c) == 1 and c.isalpha())
         output = ELLIPSIS_LABELS[:ellipsis_rank] + "".join(once)
     for i, term in enumerate(labels):
-        if len(term) != len(node.shape(i)) or len(set(term)) != len(term):
+        if len(term) != len(node.shape(i)):
             raise node.unsupported(f"equation '{equation}': operand #{i} '{operands[i]}' does not label the "
-                                   f"{len(node.shape(i))} axes of its shape {list(node.shape(i))} once each")
+                                   f"{len(node.shape(i))} axes of its shape {list(node.shape(i))}")
     return labels, output
 
 
@@ -1042,16 +1043,16 @@ def einsum(node: Node) -> list[Tensor]:
     product arranged as the output."""
     equation = node.attr("equation")
     labels, output = einsum_labels(node, equation)
-    size = {c: node.shape(i)[labels[i].index(c)] for i in range(len(labels)) for c in labels[i]}
+    size: dict[str, int] = {}
     for i, term in enumerate(labels):
         for c, d in zip(term, node.shape(i)):
-            if size[c] != d:
+            if size.setdefault(c, d) != d:
                 raise node.unsupported(f"equation '{equation}': label '{c}' has sizes {size[c]} and {d}")
     refused = node.unsupported(
         f"equation '{equation}' is not supported (only transpose-like equations of one operand and "
         "matmul-like ones of two: no repeated labels, every label that is not in the output in both operands)"
     )
-    if len(set(output)) != len(output) or not set(output) <= set(size):
+    if any(len(set(term)) != len(term) for term in [*labels, output]) or not set(output) <= set(size):
         raise refused
     if len(labels) == 1:
         if sorted(labels[0]) != sorted(output):
@@ -1116,7 +1117,8 @@ def window(node: Node, kernel: Sequence[int]) -> Window:
     x = node.b.reshape(node(0), (*dims[:2], 1, dims[2])) if one_d else node(0)
     sizes = lifted(dims[2:], 1)
     ones = [1] * len(kernel)
-    kernel, strides, dilations = (lifted(v, 1) for v in (kernel, node.attr("strides", ones), node.attr("dilations", ones)))
+    kernel = lifted(kernel, 1)
+    strides, dilations = lifted(node.attr("strides", ones), 1), lifted(node.attr("dilations", ones), 1)
     auto_pad = node.attr("auto_pad", "NOTSET")
     if auto_pad == "NOTSET":
         pads = list(node.attr("pads", [0, 0] * len(ones)))
