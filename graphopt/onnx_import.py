@@ -1035,6 +1035,15 @@ def arranged(node: Node, x: SSAValue, labels: str, order: str, shape: Sequence[i
     return x if tuple(x.type.get_shape()) == tuple(shape) else node.b.reshape(x, shape)
 
 
+def arranged_input(node: Node, index: int, labels: str, order: str, shape: Sequence[int]) -> SSAValue:
+    """Input `index` arranged as `arranged` does; a constant one by NumPy at import."""
+    perm = [labels.index(c) for c in order]
+    if perm == sorted(perm) and tuple(node.shape(index)) == tuple(shape):
+        return node(index)
+    return node.transformed(index, lambda a: np.transpose(a, perm).reshape(shape),
+                            lambda x: arranged(node, x, labels, order, shape))
+
+
 @converts("Einsum", attributes=["equation"])
 def einsum(node: Node) -> list[Tensor]:
     """Transpose-like (one operand, the output permutes its labels) or matmul-like (two operands,
@@ -1057,7 +1066,7 @@ def einsum(node: Node) -> list[Tensor]:
     if len(labels) == 1:
         if sorted(labels[0]) != sorted(output):
             raise refused
-        return [arranged(node, node(0), labels[0], output, [size[c] for c in output])]
+        return [arranged_input(node, 0, labels[0], output, [size[c] for c in output])]
     if len(labels) != 2:
         raise refused
     a, c = labels
@@ -1071,10 +1080,10 @@ def einsum(node: Node) -> list[Tensor]:
     def product(group: list[str]) -> int:
         return math.prod(size[x] for x in group)
 
-    left = arranged(node, node(0), a, "".join(batch + a_free + contracted),
-                    [*batch_sizes, product(a_free), product(contracted)])
-    right = arranged(node, node(1), c, "".join(batch + contracted + c_free),
-                     [*batch_sizes, product(contracted), product(c_free)])
+    left = arranged_input(node, 0, a, "".join(batch + a_free + contracted),
+                          [*batch_sizes, product(a_free), product(contracted)])
+    right = arranged_input(node, 1, c, "".join(batch + contracted + c_free),
+                           [*batch_sizes, product(contracted), product(c_free)])
     result = "".join(batch + a_free + c_free)
     unpacked = arranged(node, node.b.matmul(left, right), result, result, [size[x] for x in result])
     return [arranged(node, unpacked, result, output, [size[x] for x in output])]

@@ -304,6 +304,7 @@ NODE_CASES = [
     case("Einsum", normal(2, 5, 3), normal(3, 4), equation="bsd, de -> bse"),
     case("Einsum", normal(3, 4), normal(4, 5), equation="ij,jk"),
     case("Einsum", normal(2, 3, 4), normal(5, 4), equation="...d,hd->...h"),
+    case("Einsum", normal(2, 3, 4), Const(normal(5, 4)), equation="bsd,hd->bhs"),
     case("Einsum", normal(3, 4), normal(5), equation="ij,k->kji"),
     case("Einsum", normal(2, 3, 4), equation="abc->cab"),
     case("Einsum", normal(2, 3, 4, 5), equation="...ij->...ji"),
