@@ -415,6 +415,45 @@ def test_shape_computations_fold_at_import():
     assert_matches(graphopt.interpret(module, x_value), onnx_runtime(model, [x_value]))
 
 
+def test_attention_masks_run_compiled_with_booleans_and_integers():
+    """A padding mask (int64 input: Equal, Unsqueeze, Expand, Where), a causal mask (Trilu on a constant,
+    folded) and integer and boolean results: fused and compiled as ONNX Runtime computes them."""
+    scores = helper.make_tensor_value_info("scores", TensorProto.FLOAT, [2, 4, 8, 8])
+    mask = helper.make_tensor_value_info("mask", TensorProto.INT64, [2, 8])
+    nodes = [
+        helper.make_node("Equal", ["mask", "zero"], ["padding"]),
+        helper.make_node("Unsqueeze", ["padding", "axes"], ["padding4"]),
+        helper.make_node("Expand", ["padding4", "shape"], ["padding_full"]),
+        helper.make_node("Where", ["padding_full", "low", "scores"], ["padded"]),
+        helper.make_node("Trilu", ["ones"], ["lower"], upper=0),
+        helper.make_node("Equal", ["lower", "zero_f"], ["future"]),
+        helper.make_node("Where", ["future", "low", "padded"], ["masked"]),
+        helper.make_node("Softmax", ["masked"], ["probabilities"], axis=-1),
+        helper.make_node("Range", ["zero", "eight", "one"], ["positions"]),
+        helper.make_node("Mul", ["mask", "positions"], ["kept"]),
+        helper.make_node("Sub", ["kept", "one"], ["shifted"]),
+        helper.make_node("Not", ["padding"], ["attended"]),
+        helper.make_node("Or", ["attended", "future_row"], ["either"]),
+    ]
+    constants = {
+        "zero": np.asarray(0, np.int64), "one": np.asarray(1, np.int64), "eight": np.asarray(8, np.int64),
+        "axes": np.asarray([1, 2], np.int64), "shape": np.asarray([2, 4, 8, 8], np.int64),
+        "low": np.asarray(-1e4, np.float32), "ones": np.ones((8, 8), np.float32), "zero_f": np.asarray(0, np.float32),
+        "future_row": np.arange(8) > 5,
+    }  # fmt: skip
+    outputs = ["probabilities", "shifted", "either"]
+    graph = helper.make_graph(nodes, "masks", [scores, mask], [helper.make_empty_tensor_value_info(o) for o in outputs],
+                              [numpy_helper.from_array(v, k) for k, v in constants.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    arrays = [normal(2, 4, 8, 8), (np.arange(16).reshape(2, 8) % 5 != 0).astype(np.int64)]
+    want = onnx_runtime(model, arrays)
+    module = graphopt.from_onnx(model)
+    assert [op.name for op in module.walk()].count("graph.cmp") == 1  # the causal mask folded at import
+    assert_matches(graphopt.interpret(module, *arrays), want)
+    for backends in BACKEND_SETS:
+        assert_matches(graphopt.compile(module, backends=backends)(*arrays), want)
+
+
 def test_input_names_become_argument_names():
     model = case("Relu", normal(2, 2)).model()
     model.graph.input[0].name = model.graph.node[0].input[0] = "input.1"
