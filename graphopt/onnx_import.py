@@ -735,8 +735,9 @@ def gather_elements(node: Node) -> list[Tensor]:
     computed at import when the indices are constant. Negative indices count from the end."""
     b, dims, index_dims = node.b, node.shape(0), node.shape(1)
     axis = node.axis(node.attr("axis", 0), len(dims))
-    if len(index_dims) != len(dims):
-        raise node.unsupported(f"indices of shape {list(index_dims)} and data of shape {list(dims)} differ in rank")
+    if len(index_dims) != len(dims) or any(i > d for a, (i, d) in enumerate(zip(index_dims, dims)) if a != axis):
+        raise node.unsupported(f"indices of shape {list(index_dims)} do not fit data of shape {list(dims)} "
+                               f"(same rank, no larger outside axis {axis})")
     strides = [math.prod(dims[d + 1 :]) for d in range(len(dims))]
     coordinates = np.indices(index_dims, np.int64)
     base = sum((coordinates[d] * strides[d] for d in range(len(dims)) if d != axis), np.zeros(index_dims, np.int64))

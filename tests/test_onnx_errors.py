@@ -91,7 +91,10 @@ CONSTANT_INPUTS_AND_SHAPES = {
     "trilu of a vector": (helper.make_node("Trilu", ["x"], ["y"], name="n"), (3,), [],
                           "Trilu node 'n': the input must have rank 2 or more, got shape [3]"),
     "gather elements rank": (helper.make_node("GatherElements", ["x", "i"], ["y"], name="n"), (2, 3), [ints("i", 0)],
-                             "GatherElements node 'n': indices of shape [1] and data of shape [2, 3] differ in rank"),
+                             "GatherElements node 'n': indices of shape [1] do not fit data of shape [2, 3]"),
+    "gather elements size": (helper.make_node("GatherElements", ["x", "i"], ["y"], name="n", axis=1), (2, 3),
+                             [numpy_helper.from_array(np.zeros((3, 1), np.int64), "i")],
+                             "indices of shape [3, 1] do not fit data of shape [2, 3] (same rank, no larger outside axis 1)"),
     "3-D conv": (helper.make_node("Conv", ["x", "w"], ["y"], name="n"), (1, 1, 2, 2, 2),
                  [numpy_helper.from_array(np.ones((1, 1, 1, 1, 1), np.float32), "w")],
                  "Conv node 'n': only 1-D and 2-D windows (input [N, C, L] or [N, C, H, W]) are supported, "
