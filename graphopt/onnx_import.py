@@ -1,4 +1,4 @@
-"""Import ONNX models (opsets 9 to 21) into the graph dialect.
+"""Import ONNX models (opsets 9 to 23) into the graph dialect.
 
     module = graphopt.from_onnx("model.onnx")                            # static input shapes
     module = graphopt.from_onnx(model_proto, shapes={"x": (1, 3, 224, 224)})
@@ -37,7 +37,7 @@ from graphopt.interpreter import interpret
 if TYPE_CHECKING:
     import onnx
 
-MIN_OPSET, MAX_OPSET = 9, 21
+MIN_OPSET, MAX_OPSET = 9, 23
 DEFAULT_DOMAINS = ("", "ai.onnx")
 MAX_ELEMENTS = 2**63 - 1
 """The most elements an input may have: compiled code indexes tensors with i64."""
@@ -445,7 +445,6 @@ UNARY_OPS = {
     "Sqrt": "sqrt", "Reciprocal": "reciprocal", "Neg": "neg", "Abs": "abs", "Sin": "sin", "Cos": "cos",
     "Floor": "floor", "Ceil": "ceil",
 }  # fmt: skip
-COMPARISONS = {"Equal": "eq", "Less": "lt", "LessOrEqual": "le", "Greater": "gt", "GreaterOrEqual": "ge"}
 BINARY_OPS = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Max": "max", "Min": "min"}
 INTEGER_FOLDS = {
     "Div": lambda a, b: np.trunc(a / b).astype(a.dtype),
@@ -475,6 +474,39 @@ def clip(node: Node) -> list[Tensor]:
     return [node.b.clip(node(0), min=low, max=high)]
 
 
+def softplus_of(node: Node, x: SSAValue) -> SSAValue:
+    """log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)), which does not overflow."""
+    b = node.b
+    return b.add(b.relu(x), b.log(b.add(node.scalar(1.0, x), b.exp(b.neg(b.abs(x))))))
+
+
+def hard_sigmoid_of(node: Node, x: SSAValue, alpha: float, beta: float) -> SSAValue:
+    """clip(alpha * x + beta, 0, 1)."""
+    return node.b.clip(node.b.add(node.b.mul(x, node.scalar(alpha, x)), node.scalar(beta, x)), min=0.0, max=1.0)
+
+
+@converts("Softplus")
+def softplus(node: Node) -> list[Tensor]:
+    return [softplus_of(node, node(0))]
+
+
+@converts("Mish")
+def mish(node: Node) -> list[Tensor]:
+    """x * tanh(softplus(x))."""
+    return [node.b.mul(node(0), node.b.tanh(softplus_of(node, node(0))))]
+
+
+@converts("HardSigmoid", attributes=["alpha", "beta"])
+def hard_sigmoid(node: Node) -> list[Tensor]:
+    return [hard_sigmoid_of(node, node(0), node.attr("alpha", 0.2), node.attr("beta", 0.5))]
+
+
+@converts("HardSwish")
+def hard_swish(node: Node) -> list[Tensor]:
+    """x * hard_sigmoid(x) with alpha 1/6 and beta 1/2."""
+    return [node.b.mul(node(0), hard_sigmoid_of(node, node(0), 1 / 6, 0.5))]
+
+
 @converts(*BINARY_OPS, "Sum", "Mean")
 def elementwise(node: Node) -> list[Tensor]:
     """Binary ops broadcast like NumPy; Max, Min, Sum and Mean take any number of inputs."""
@@ -492,20 +524,63 @@ def elementwise(node: Node) -> list[Tensor]:
     return [result]
 
 
+# ----------------------------------------------------------------------------------------
+# Comparisons and logic (results are i1)
+# ----------------------------------------------------------------------------------------
+
+COMPARISONS = {"Equal": "eq", "Greater": "gt", "GreaterOrEqual": "ge", "Less": "lt", "LessOrEqual": "le"}
+
+
+def compare(node: Node, a: SSAValue, b: SSAValue, predicate: str) -> SSAValue:
+    """graph.cmp of `a` and `b`; i1 operands (which graph.cmp refuses) are compared as i32."""
+    if a.type.get_element_type() == element_type_of(np.bool_):
+        a, b = node.b.cast(a, np.int32), node.b.cast(b, np.int32)
+    return node.b.cmp(a, b, predicate=predicate)
+
+
+def boolean(node: Node, value: bool) -> SSAValue:
+    return node.b.constant(np.asarray(value))
+
+
 @converts(*COMPARISONS)
-def compare(node: Node) -> list[Tensor]:
-    return [node.b.cmp(node(0), node(1), predicate=COMPARISONS[node.proto.op_type])]
+def comparison(node: Node) -> list[Tensor]:
+    return [compare(node, node(0), node(1), COMPARISONS[node.proto.op_type])]
 
 
-@converts("Not")
-def not_(node: Node) -> list[Tensor]:
-    """select(x, false, true): the graph dialect has no logical ops."""
-    return [node.b.select(node(0), node.b.constant(np.False_), node.b.constant(np.True_))]
+@converts("Not", "And", "Or", "Xor")
+def logic(node: Node) -> list[Tensor]:
+    """On i1: Not, And and Or select between an operand and a constant; Xor is "not equal"."""
+    a = node(0)
+    if node.proto.op_type == "Not":
+        return [node.b.select(a, boolean(node, False), boolean(node, True))]
+    c = node(1)
+    if node.proto.op_type == "And":
+        return [node.b.select(a, c, boolean(node, False))]
+    if node.proto.op_type == "Or":
+        return [node.b.select(a, boolean(node, True), c)]
+    return [compare(node, a, c, "ne")]
 
 
 @converts("Where")
 def where(node: Node) -> list[Tensor]:
-    return [node.b.select(*node.inputs())]
+    return [node.b.select(node(0), node(1), node(2))]
+
+
+@converts("IsNaN")
+def is_nan(node: Node) -> list[Tensor]:
+    return [compare(node, node(0), node(0), "ne")]
+
+
+@converts("IsInf", attributes=["detect_positive", "detect_negative"])
+def is_inf(node: Node) -> list[Tensor]:
+    """x == inf, x == -inf, or |x| == inf when both are detected."""
+    x = node(0)
+    positive, negative = node.attr("detect_positive", 1), node.attr("detect_negative", 1)
+    if positive and negative:
+        return [compare(node, node.b.abs(x), node.scalar(math.inf, x), "eq")]
+    if positive or negative:
+        return [compare(node, x, node.scalar(math.inf if positive else -math.inf, x), "eq")]
+    return [node.b.broadcast_to(boolean(node, False), node.shape(0))]
 
 
 @converts("Cast", attributes=["to", "saturate"])
@@ -559,6 +634,31 @@ def shape(node: Node) -> list[Tensor]:
     return [np.asarray(dims[node.attr("start", 0) : node.attr("end", len(dims))], np.int64)]
 
 
+@converts("Range")
+def range_(node: Node) -> list[Tensor]:
+    """start + delta * [0, 1, ..., n - 1] with n = max(ceil((limit - start) / delta), 0)."""
+    start, limit, delta = (node.constant(i, what).reshape(()) for i, what in enumerate(("start", "limit", "delta")))
+    if delta == 0:
+        raise node.unsupported("delta is 0")
+    count = max(math.ceil((limit - start) / delta), 0)
+    return [(start + delta * np.arange(count)).astype(start.dtype)]
+
+
+@converts("CumSum", attributes=["exclusive", "reverse"])
+def cumsum(node: Node) -> list[Tensor]:
+    """Running sums along `axis` (backwards with `reverse`; each leaving out its own element with `exclusive`)."""
+    x = node.constant(0, "x")
+    axis = node.axis(int(node.constant(1, "axis").reshape(())), x.ndim)
+    backwards = bool(node.attr("reverse", 0))
+    ordered = np.flip(x, axis) if backwards else x
+    sums = np.cumsum(ordered, axis=axis, dtype=x.dtype)
+    if node.attr("exclusive", 0):
+        shifted = np.zeros_like(sums)
+        shifted[(slice(None),) * axis + (slice(1, None),)] = sums[(slice(None),) * axis + (slice(None, -1),)]
+        sums = shifted
+    return [np.flip(sums, axis) if backwards else sums]
+
+
 # ----------------------------------------------------------------------------------------
 # Data movement
 # ----------------------------------------------------------------------------------------
@@ -604,13 +704,14 @@ def unsqueeze(node: Node) -> list[Tensor]:
 
 @converts("Expand")
 def expand(node: Node) -> list[Tensor]:
-    """Broadcast to the NumPy broadcast of the input's shape and the given one."""
+    """Broadcast to the input's shape broadcast with `shape` (both ways, like NumPy)."""
     target = [int(d) for d in node.constant(1, "shape")]
     try:
         shape = np.broadcast_shapes(node.shape(0), tuple(target))
     except ValueError:
-        raise node.unsupported(f"shape {list(node.shape(0))} does not broadcast to {target}") from None
-    return [node.b.broadcast_to(node(0), shape)]
+        message = f"shape {target} does not broadcast with the input shape {list(node.shape(0))}"
+        raise node.unsupported(message) from None
+    return [node.raw(0) if shape == node.shape(0) else node.b.broadcast_to(node(0), shape)]
 
 
 @converts("Transpose", attributes=["perm"])
@@ -627,6 +728,44 @@ def concat(node: Node) -> list[Tensor]:
 @converts("Gather", attributes=["axis"])
 def gather(node: Node) -> list[Tensor]:
     return [node.b.gather(node(0), node(1), axis=node.axis(node.attr("axis", 0), len(node.shape(0))))]
+
+
+@converts("GatherElements", attributes=["axis"])
+def gather_elements(node: Node) -> list[Tensor]:
+    """y[i, j] = data[indices[i, j], j] (axis 0): a gather from the flattened data at element offsets,
+    computed at import when the indices are constant. Negative indices count from the end."""
+    b, dims, index_dims = node.b, node.shape(0), node.shape(1)
+    axis = node.axis(node.attr("axis", 0), len(dims))
+    if len(index_dims) != len(dims) or any(i > d for a, (i, d) in enumerate(zip(index_dims, dims)) if a != axis):
+        raise node.unsupported(f"indices of shape {list(index_dims)} do not fit data of shape {list(dims)} "
+                               f"(same rank, no larger outside axis {axis})")
+    strides = [math.prod(dims[d + 1 :]) for d in range(len(dims))]
+    coordinates = np.indices(index_dims, np.int64)
+    base = sum((coordinates[d] * strides[d] for d in range(len(dims)) if d != axis), np.zeros(index_dims, np.int64))
+    size, stride = dims[axis], strides[axis]
+
+    def offsets_in_graph(indices: SSAValue) -> SSAValue:
+        indices = indices if indices.type.get_element_type() == element_type_of(np.int64) else b.cast(indices, np.int64)
+        negative = b.cmp(indices, b.constant(np.int64(0)), predicate="lt")
+        wrapped = b.select(negative, b.add(indices, b.constant(np.int64(size))), indices)
+        return b.add(b.constant(base), b.mul(wrapped, b.constant(np.int64(stride))))
+
+    offsets = node.transformed(1, lambda i: base + np.where(i < 0, i + size, i).astype(np.int64) * stride,
+                               offsets_in_graph)
+    return [b.gather(b.reshape(node(0), (math.prod(dims),)), offsets, axis=0)]
+
+
+@converts("Trilu", attributes=["upper"])
+def trilu(node: Node) -> list[Tensor]:
+    """The upper (or lower) triangle of the last two axes from diagonal k; the rest is 0."""
+    dims = node.shape(0)
+    if len(dims) < 2:
+        raise node.unsupported(f"the input must have rank 2 or more, got shape {list(dims)}")
+    k = int(node.constant(1, "k", np.zeros(())).reshape(()))
+    ones = np.ones(dims[-2:], np.bool_)
+    keep = np.triu(ones, k) if node.attr("upper", 1) else np.tril(ones, k)
+    zero = node.b.constant(np.zeros((), node.dtype(0)))
+    return [node.b.select(node.b.constant(keep), node(0), zero)]
 
 
 def slice_axis(node: Node, x: SSAValue, axis: int, start: int, stop: int, step: int = 1) -> SSAValue:
@@ -742,6 +881,56 @@ def layer_norm(node: Node) -> list[Tensor]:
     return [node.b.layer_norm(x, parameter(1, 1.0), parameter(2, 0.0), axis=axis, epsilon=node.attr("epsilon", 1e-5))]
 
 
+def standardized(node: Node, x: SSAValue, axis: int, epsilon: float) -> SSAValue:
+    """(x - mean) / sqrt(var + epsilon) over the axes from `axis` on: a layer_norm of unit scale and zero bias."""
+    normalized = x.type.get_shape()[axis:]
+    dtype = numpy_dtype(x.type.get_element_type())
+    ones, zeros = node.b.constant(np.ones(normalized, dtype)), node.b.constant(np.zeros(normalized, dtype))
+    return node.b.layer_norm(x, ones, zeros, axis=axis, epsilon=epsilon)
+
+
+def per_channel(node: Node, index: int, rank: int) -> SSAValue:
+    """Input `index`, of shape [C], as [C, 1, ...] to broadcast over axis 1 of a rank-`rank` tensor."""
+    shape = (node.shape(index)[0], *[1] * (rank - 2))
+    return node.transformed(index, lambda c: c.reshape(shape), lambda c: node.b.reshape(c, shape))
+
+
+@converts("RMSNormalization", attributes=["axis", "epsilon", "stash_type"])
+def rms_norm(node: Node) -> list[Tensor]:
+    """x / sqrt(mean(x^2 over the axes from `axis` on) + epsilon) * scale."""
+    b, x = node.b, node(0)
+    rank = len(node.shape(0))
+    axes = list(range(node.axis(node.attr("axis", -1), rank), rank))
+    mean_square = b.reduce_mean(b.mul(x, x), axes=axes, keepdims=True)
+    inverse_rms = b.rsqrt(b.add(mean_square, node.scalar(node.attr("epsilon", 1e-5), x)))
+    return [b.mul(b.mul(x, inverse_rms), node(1))]
+
+
+@converts("InstanceNormalization", attributes=["epsilon"])
+def instance_norm(node: Node) -> list[Tensor]:
+    """Each (sample, channel) standardized over its spatial axes, then scaled and shifted per channel."""
+    rank = len(node.shape(0))
+    y = standardized(node, node(0), 2, node.attr("epsilon", 1e-5))
+    return [node.b.add(node.b.mul(y, per_channel(node, 1, rank)), per_channel(node, 2, rank))]
+
+
+@converts("GroupNormalization", attributes=["epsilon", "num_groups", "stash_type"])
+def group_norm(node: Node) -> list[Tensor]:
+    """x [N, C, ...] as [N, groups, rest] standardized over `rest`; scale and bias are per channel
+    (opset 21) or per group (opset 18, applied before reshaping back)."""
+    b, dims = node.b, node.shape(0)
+    groups = node.attr("num_groups")
+    if dims[1] % groups:
+        raise node.unsupported(f"num_groups {groups} does not divide the {dims[1]} channels of shape {list(dims)}")
+    grouped = (dims[0], groups, math.prod(dims[1:]) // groups)
+    y = standardized(node, b.reshape(node(0), grouped), 2, node.attr("epsilon", 1e-5))
+    if node.opset < 21:
+        y = b.add(b.mul(y, per_channel(node, 1, 3)), per_channel(node, 2, 3))
+        return [b.reshape(y, dims)]
+    y = b.reshape(y, dims)
+    return [b.add(b.mul(y, per_channel(node, 1, len(dims))), per_channel(node, 2, len(dims)))]
+
+
 @converts("BatchNormalization", attributes=["epsilon", "momentum", "training_mode"])
 def batch_norm(node: Node) -> list[Tensor]:
     if node.attr("training_mode", 0):
@@ -807,44 +996,172 @@ def gemm(node: Node) -> list[Tensor]:
     return [y]
 
 
-def window_padding(node: Node, sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
-                   dilations: Sequence[int]) -> list[int]:
-    """[top, left, bottom, right] from `pads` or `auto_pad` (SAME_UPPER puts the odd pixel at the end)."""
+ELLIPSIS_LABELS = "0123456789"
+"""Labels that stand for the axes of an Einsum '...' (right-aligned, as NumPy broadcasts them)."""
+
+
+def einsum_labels(node: Node, equation: str) -> tuple[list[str], str]:
+    """Each operand's axis labels and the output's, with '...' spelled out and an implicit output made explicit."""
+    terms, arrow, output = equation.replace(" ", "").partition("->")
+    operands = terms.split(",")
+    if len(operands) != len(node.proto.input):
+        given = len(node.proto.input)
+        raise node.unsupported(f"equation '{equation}' names {len(operands)} operands, the node has {given}")
+    ellipsis_ranks = [len(node.shape(i)) - len(term) + 3 for i, term in enumerate(operands) if "..." in term]
+    ellipsis_rank = max(ellipsis_ranks, default=0)
+
+    def spelled(term: str, rank: int) -> str:
+        if "..." not in term:
+            return term
+        count = rank - len(term.replace("...", ""))
+        return term.replace("...", ELLIPSIS_LABELS[ellipsis_rank - count : ellipsis_rank])
+
+    labels = [spelled(term, len(node.shape(i))) for i, term in enumerate(operands)]
+    if arrow:
+        output = spelled(output, ellipsis_rank + len(output.replace("...", "")))
+    else:
+        once = sorted(c for c in set("".join(labels)) if "".join(labels).count(c) == 1 and c.isalpha())
+        output = ELLIPSIS_LABELS[:ellipsis_rank] + "".join(once)
+    for i, term in enumerate(labels):
+        if len(term) != len(node.shape(i)):
+            raise node.unsupported(f"equation '{equation}': operand #{i} '{operands[i]}' does not label the "
+                                   f"{len(node.shape(i))} axes of its shape {list(node.shape(i))}")
+    return labels, output
+
+
+def arranged(node: Node, x: SSAValue, labels: str, order: str, shape: Sequence[int]) -> SSAValue:
+    """x (axes labelled `labels`) transposed to the label order `order`, then reshaped to `shape`."""
+    perm = [labels.index(c) for c in order]
+    if perm != sorted(perm):
+        x = node.b.transpose(x, perm=perm)
+    return x if tuple(x.type.get_shape()) == tuple(shape) else node.b.reshape(x, shape)
+
+
+def arranged_input(node: Node, index: int, labels: str, order: str, shape: Sequence[int]) -> SSAValue:
+    """Input `index` arranged as `arranged` does; a constant one by NumPy at import."""
+    perm = [labels.index(c) for c in order]
+    if perm == sorted(perm) and tuple(node.shape(index)) == tuple(shape):
+        return node(index)
+    return node.transformed(index, lambda a: np.transpose(a, perm).reshape(shape),
+                            lambda x: arranged(node, x, labels, order, shape))
+
+
+@converts("Einsum", attributes=["equation"])
+def einsum(node: Node) -> list[Tensor]:
+    """Transpose-like (one operand, the output permutes its labels) or matmul-like (two operands,
+    each label in both and the output: batch; in both only: contracted; in one and the output: free):
+    the operands arranged as [batch, free, contracted] @ [batch, contracted, free], then the
+    product arranged as the output."""
+    equation = node.attr("equation")
+    labels, output = einsum_labels(node, equation)
+    size: dict[str, int] = {}
+    for i, term in enumerate(labels):
+        for c, d in zip(term, node.shape(i)):
+            if size.setdefault(c, d) != d:
+                raise node.unsupported(f"equation '{equation}': label '{c}' has sizes {size[c]} and {d}")
+    refused = node.unsupported(
+        f"equation '{equation}' is not supported (only transpose-like equations of one operand and "
+        "matmul-like ones of two: no repeated labels, every label that is not in the output in both operands)"
+    )
+    if any(len(set(term)) != len(term) for term in [*labels, output]) or not set(output) <= set(size):
+        raise refused
+    if len(labels) == 1:
+        if sorted(labels[0]) != sorted(output):
+            raise refused
+        return [arranged_input(node, 0, labels[0], output, [size[c] for c in output])]
+    if len(labels) != 2:
+        raise refused
+    a, c = labels
+    batch = [x for x in output if x in a and x in c]
+    a_free, c_free = [x for x in output if x in a and x not in c], [x for x in output if x in c and x not in a]
+    contracted = [x for x in a if x in c and x not in output]
+    if len(batch) + len(a_free) + len(contracted) != len(a) or len(batch) + len(c_free) + len(contracted) != len(c):
+        raise refused
+    batch_sizes = [size[x] for x in batch]
+
+    def product(group: list[str]) -> int:
+        return math.prod(size[x] for x in group)
+
+    left = arranged_input(node, 0, a, "".join(batch + a_free + contracted),
+                          [*batch_sizes, product(a_free), product(contracted)])
+    right = arranged_input(node, 1, c, "".join(batch + contracted + c_free),
+                           [*batch_sizes, product(contracted), product(c_free)])
+    result = "".join(batch + a_free + c_free)
+    unpacked = arranged(node, node.b.matmul(left, right), result, result, [size[x] for x in result])
+    return [arranged(node, unpacked, result, output, [size[x] for x in output])]
+
+
+@dataclass(frozen=True)
+class Window:
+    """A Conv's or pool's input as [N, C, H, W] and its window in 2-D: a 1-D window (input
+    [N, C, L], attributes of one value per axis) runs as [N, C, 1, L] with a unit H window."""
+
+    x: SSAValue
+    kernel: list[int]
+    strides: list[int]
+    dilations: list[int]
+    padding: list[int]
+    """[top, left, bottom, right]"""
+    dims: tuple[int, ...]
+    """The input's own shape."""
+
+    def restored(self, node: Node, y: SSAValue) -> SSAValue:
+        """A [N, C', 1, L'] result of a 1-D window back as [N, C', L']; a 2-D one as it is."""
+        if len(self.dims) == 4:
+            return y
+        n, c, _, length = y.type.get_shape()
+        return node.b.reshape(y, (n, c, length))
+
+
+def window(node: Node, kernel: Sequence[int]) -> Window:
+    """The window of a Conv or pool node with `kernel` (one size per spatial axis)."""
+    dims = node.shape(0)
+    if len(dims) not in (3, 4):
+        raise node.unsupported(
+            f"only 1-D and 2-D windows (input [N, C, L] or [N, C, H, W]) are supported, got shape {list(dims)}"
+        )
+    one_d = len(dims) == 3
+
+    def lifted(values: Sequence[int], fill: int) -> list[int]:
+        return [fill, *values] if one_d else list(values)
+
+    x = node.b.reshape(node(0), (*dims[:2], 1, dims[2])) if one_d else node(0)
+    sizes = lifted(dims[2:], 1)
+    ones = [1] * len(kernel)
+    kernel = lifted(kernel, 1)
+    strides, dilations = lifted(node.attr("strides", ones), 1), lifted(node.attr("dilations", ones), 1)
     auto_pad = node.attr("auto_pad", "NOTSET")
     if auto_pad == "NOTSET":
-        return list(node.attr("pads", [0, 0, 0, 0]))
-    if auto_pad == "VALID":
-        return [0, 0, 0, 0]
-    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        pads = list(node.attr("pads", [0, 0] * len(ones)))
+        padding = [0, pads[0], 0, pads[1]] if one_d else pads
+    elif auto_pad == "VALID":
+        padding = [0, 0, 0, 0]
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        begins, ends = [], []
+        for size, k, s, d in zip(sizes, kernel, strides, dilations):
+            total = max((-(-size // s) - 1) * s + d * (k - 1) + 1 - size, 0)
+            small, large = total // 2, total - total // 2  # SAME_UPPER puts the odd pixel at the end
+            begins.append(small if auto_pad == "SAME_UPPER" else large)
+            ends.append(large if auto_pad == "SAME_UPPER" else small)
+        padding = begins + ends
+    else:
         raise node.unsupported(f"auto_pad '{auto_pad}' is not supported")
-    begins, ends = [], []
-    for size, k, s, d in zip(sizes, kernel, strides, dilations):
-        total = max((-(-size // s) - 1) * s + d * (k - 1) + 1 - size, 0)
-        small, large = total // 2, total - total // 2
-        begins.append(small if auto_pad == "SAME_UPPER" else large)
-        ends.append(large if auto_pad == "SAME_UPPER" else small)
-    return begins + ends
-
-
-def spatial_2d(node: Node) -> tuple[int, int]:
-    dims = node.shape(0)
-    if len(dims) != 4:
-        raise node.unsupported(f"only 2-D windows (4-D input [N, C, H, W]) are supported, got shape {list(dims)}")
-    return dims[2], dims[3]
+    return Window(x, kernel, strides, dilations, padding, dims)
 
 
 @converts("Conv", attributes=["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"])
 def conv(node: Node) -> list[Tensor]:
-    sizes = spatial_2d(node)
-    kernel = node.shape(1)[2:]
-    strides, dilations = node.attr("strides", [1, 1]), node.attr("dilations", [1, 1])
-    padding = window_padding(node, sizes, kernel, strides, dilations)
-    groups = node.attr("group", 1)
-    y = node.b.conv2d(node(0), node(1), strides=strides, dilations=dilations, padding=padding, groups=groups)
+    w_dims = node.shape(1)
+    win = window(node, w_dims[2:])
+    weights = node(1)
+    if len(w_dims) == 3:
+        lifted = (*w_dims[:2], 1, w_dims[2])
+        weights = node.transformed(1, lambda w: w.reshape(lifted), lambda w: node.b.reshape(w, lifted))
+    y = node.b.conv2d(win.x, weights, strides=win.strides, dilations=win.dilations, padding=win.padding,
+                      groups=node.attr("group", 1))
+    y = win.restored(node, y)
     if node.has(2):
-        bias_shape = (node.shape(2)[0], 1, 1)
-        bias = node.transformed(2, lambda c: c.reshape(bias_shape), lambda c: node.b.reshape(c, bias_shape))
-        y = node.b.add(y, bias)
+        y = node.b.add(y, per_channel(node, 2, len(win.dims)))
     return [y]
 
 
@@ -854,16 +1171,18 @@ POOL_ATTRIBUTES = ["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads",
 @converts("MaxPool", attributes=[*POOL_ATTRIBUTES, "storage_order"])
 @converts("AveragePool", attributes=[*POOL_ATTRIBUTES, "count_include_pad"])
 def pool(node: Node) -> list[Tensor]:
-    sizes = spatial_2d(node)
-    kernel, strides = node.attr("kernel_shape"), node.attr("strides", [1, 1])
-    if any(d != 1 for d in node.attr("dilations", [1, 1])):
+    win = window(node, node.attr("kernel_shape"))
+    if any(d != 1 for d in win.dilations):
         raise node.unsupported(f"dilations {node.attr('dilations')} are not supported (only 1)")
-    padding = window_padding(node, sizes, kernel, strides, [1, 1])
     if node.attr("ceil_mode", 0):
-        for axis, (size, k, s) in enumerate(zip(sizes, kernel, strides)):
-            if (size + padding[axis] + padding[axis + 2] - k) % s:
+        sizes = win.x.type.get_shape()[2:]
+        for axis, (size, k, s) in enumerate(zip(sizes, win.kernel, win.strides)):
+            if (size + win.padding[axis] + win.padding[axis + 2] - k) % s:
                 raise node.unsupported("ceil_mode = 1 is not supported where it rounds the output size up")
     if node.proto.op_type == "MaxPool":
-        return [node.b.max_pool2d(node(0), kernel=kernel, strides=strides, padding=padding)]
-    include = bool(node.attr("count_include_pad", 0))
-    return [node.b.avg_pool2d(node(0), kernel=kernel, strides=strides, padding=padding, count_include_pad=include)]
+        y = node.b.max_pool2d(win.x, kernel=win.kernel, strides=win.strides, padding=win.padding)
+    else:
+        include = bool(node.attr("count_include_pad", 0))
+        y = node.b.avg_pool2d(win.x, kernel=win.kernel, strides=win.strides, padding=win.padding,
+                              count_include_pad=include)
+    return [win.restored(node, y)]

@@ -68,9 +68,10 @@ def packed_size(k: int, n: int) -> int:
 
 
 def name(types: Sequence[MemRefType]) -> str:
-    """The ukernel's name for a call on memrefs (a, b panels, out): graphopt_sgemm_packed_RxKxN."""
-    rows, k, n = _sizes(types)
-    return f"{PREFIX}_{rows}x{k}x{n}"
+    """The ukernel's name for a call on memrefs (a, b panels, out): graphopt_sgemm_packed_<a's shape>xN,
+    e.g. _8x2x3 for a 8x2, _2x4x2x3 for a 2x4x2 (one name, one declaration: one memref type of a)."""
+    a_type, _, out_type = types
+    return f"{PREFIX}_{'x'.join(map(str, a_type.get_shape()))}x{out_type.get_shape()[-1]}"
 
 
 def chunk_name(_: str, types: Sequence[MemRefType]) -> str:

@@ -59,6 +59,56 @@ def test_out_of_range_axis_names_the_node(node, initializers, message):
     raises(model([node], initializers=initializers), message)
 
 
+def scalar(name: str, value) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(value), name)
+
+
+def einsum(equation: str, *inputs: str) -> onnx.NodeProto:
+    return helper.make_node("Einsum", list(inputs), ["y"], name="n", equation=equation)
+
+
+CONSTANT_INPUTS_AND_SHAPES = {
+    "einsum diagonal": (einsum("ii->i", "x"), (3, 3), [], "Einsum node 'n': equation 'ii->i' is not supported"),
+    "einsum of three": (einsum("ij,jk,kl->il", "x", "x", "x"), (3, 3), [], "equation 'ij,jk,kl->il' is not supported"),
+    "einsum one-sided sum": (einsum("ij,jk->k", "x", "x"), (3, 3), [], "equation 'ij,jk->k' is not supported"),
+    "einsum reduction": (einsum("ij->i", "x"), (3, 3), [], "equation 'ij->i' is not supported"),
+    "einsum sizes": (einsum("ij,jk->ik", "x", "x"), (2, 3), [], "equation 'ij,jk->ik': label 'j' has sizes 3 and 2"),
+    "einsum rank": (einsum("ijk->kji", "x"), (2, 3), [], "operand #0 'ijk' does not label the 2 axes of its shape [2, 3]"),
+    "einsum operands": (einsum("ij,jk->ik", "x"), (2, 3), [], "equation 'ij,jk->ik' names 2 operands, the node has 1"),
+    "expand": (helper.make_node("Expand", ["x", "s"], ["y"], name="n"), (2, 3), [ints("s", 4, 4)],
+               "Expand node 'n': shape [4, 4] does not broadcast with the input shape [2, 3]"),
+    "expand to a computed shape": (helper.make_node("Expand", ["x", "x"], ["y"], name="n"), (2, 3), [],
+                                   "Expand node 'n': input #1 (shape) must be a constant known at import"),
+    "range of an input": (helper.make_node("Range", ["x", "x", "x"], ["y"], name="n"), (), [],
+                          "Range node 'n': input #0 (start) must be a constant known at import"),
+    "range step 0": (helper.make_node("Range", ["a", "b", "d"], ["y"], name="n"), (2,),
+                     [scalar("a", 0), scalar("b", 4), scalar("d", 0)], "Range node 'n': delta is 0"),
+    "cumsum of an input": (helper.make_node("CumSum", ["x", "a"], ["y"], name="n"), (2, 3), [scalar("a", 0)],
+                           "CumSum node 'n': input #0 (x) must be a constant known at import"),
+    "group count": (helper.make_node("GroupNormalization", ["x", "s", "s"], ["y"], name="n", num_groups=4), (2, 6, 3),
+                    [numpy_helper.from_array(np.ones(6, np.float32), "s")],
+                    "GroupNormalization node 'n': num_groups 4 does not divide the 6 channels of shape [2, 6, 3]"),
+    "trilu of a vector": (helper.make_node("Trilu", ["x"], ["y"], name="n"), (3,), [],
+                          "Trilu node 'n': the input must have rank 2 or more, got shape [3]"),
+    "gather elements rank": (helper.make_node("GatherElements", ["x", "i"], ["y"], name="n"), (2, 3), [ints("i", 0)],
+                             "GatherElements node 'n': indices of shape [1] do not fit data of shape [2, 3]"),
+    "gather elements size": (helper.make_node("GatherElements", ["x", "i"], ["y"], name="n", axis=1), (2, 3),
+                             [numpy_helper.from_array(np.zeros((3, 1), np.int64), "i")],
+                             "indices of shape [3, 1] do not fit data of shape [2, 3] (same rank, no larger outside axis 1)"),
+    "3-D conv": (helper.make_node("Conv", ["x", "w"], ["y"], name="n"), (1, 1, 2, 2, 2),
+                 [numpy_helper.from_array(np.ones((1, 1, 1, 1, 1), np.float32), "w")],
+                 "Conv node 'n': only 1-D and 2-D windows (input [N, C, L] or [N, C, H, W]) are supported, "
+                 "got shape [1, 1, 2, 2, 2]"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("node, shape, initializers, message", CONSTANT_INPUTS_AND_SHAPES.values(),
+                         ids=CONSTANT_INPUTS_AND_SHAPES.keys())
+def test_unsupported_use_of_a_new_op_names_the_node(node, shape, initializers, message):
+    opsets = [helper.make_opsetid("", 21)]
+    raises(model([node], shape=shape, initializers=initializers, opsets=opsets), message)
+
+
 def test_split_axis_out_of_range():
     node = helper.make_node("Split", ["x"], ["y", "z"], name="sp", axis=5)
     raises(model([node], outputs=("y", "z")), "Split node 'sp': axis 5 is out of range for rank 2")

@@ -46,6 +46,14 @@ def positive(*shape: int) -> np.ndarray:
     return rng.uniform(0.5, 2.0, shape).astype(np.float32)
 
 
+def booleans(*shape: int) -> np.ndarray:
+    return rng.uniform(size=shape) < 0.5
+
+
+def small_ints(*shape: int) -> np.ndarray:
+    return rng.integers(-2, 3, shape).astype(np.int64)
+
+
 @dataclass(frozen=True)
 class Const:
     """A node input given as an initializer (known at import) instead of a graph input."""
@@ -98,6 +106,8 @@ def case(op_type: str, *inputs, opset: int = 17, outputs: int = 1, **attributes)
 
 
 X4 = normal(2, 3, 6, 6)
+X1D = normal(2, 3, 10)
+SPECIAL = np.asarray([[np.nan, np.inf, -np.inf, 0.0], [1.5, -2.0, np.nan, -np.inf]], np.float32)
 X3 = normal(3, 4, 5)
 W3 = Const(normal(4, 3, 3, 3))
 BN = [Const(normal(3)), Const(normal(3)), Const(normal(3)), Const(positive(3))]
@@ -237,6 +247,82 @@ NODE_CASES = [
     case("ReduceMean", X3, ints(-1), opset=18),
     case("ReduceMax", X3, ints(0, 1), keepdims=0, opset=18),
     case("ReduceMin", X3, opset=18),
+    *(case(op, positive(3, 4) - 1.25) for op in ("Sin", "Cos")),
+    case("Sin", normal(2, 3), opset=9),
+    *(case(op, small_ints(3, 4), small_ints(4)) for op in ("Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual")),
+    *(case(op, normal(3, 4), normal(3, 1), opset=9) for op in ("Greater", "Less")),
+    case("Equal", normal(3, 4), Const(normal(3, 4)), opset=11),
+    case("GreaterOrEqual", X3, Const(normal(5)), opset=16),
+    case("LessOrEqual", small_ints(2, 3).astype(np.float32), small_ints(2, 3).astype(np.float32), opset=12),
+    case("Equal", booleans(3, 4), booleans(4), opset=13),
+    case("Equal", Const(np.arange(4)), Const(np.asarray(2))),
+    case("Not", booleans(3, 4)),
+    case("Not", booleans(5), opset=9),
+    *(case(op, booleans(3, 4), booleans(4)) for op in ("And", "Or", "Xor")),
+    *(case(op, booleans(2, 1, 3), booleans(4, 1), opset=9) for op in ("And", "Or", "Xor")),
+    case("Where", booleans(3, 4), normal(3, 4), normal(4)),
+    case("Where", booleans(3, 1), Const(np.asarray(-1e9, np.float32)), normal(2, 3, 4), opset=9),
+    case("Where", booleans(4), small_ints(3, 4), Const(np.asarray(7, np.int64)), opset=16),
+    case("Where", booleans(2, 3), small_ints(2, 3).astype(np.int32), small_ints(3).astype(np.int32)),
+    case("IsNaN", SPECIAL),
+    case("IsNaN", SPECIAL.astype(np.float64), opset=9),
+    case("IsInf", SPECIAL, opset=10),
+    case("IsInf", SPECIAL, detect_negative=0),
+    case("IsInf", SPECIAL.astype(np.float64), detect_positive=0, opset=20),
+    case("IsInf", SPECIAL, detect_positive=0, detect_negative=0),
+    case("Expand", normal(3, 1), ints(2, 3, 4), opset=9),
+    case("Expand", normal(3, 4), ints(4)),
+    case("Expand", normal(1, 4), ints(3, 1)),
+    case("Expand", booleans(1, 1, 4), ints(2, 3, 1)),
+    case("Expand", small_ints(3), ints(1)),
+    *(case(op, normal(3, 4) * 4) for op in ("Softplus", "HardSigmoid", "HardSwish")),
+    case("Mish", normal(3, 4) * 4, opset=18),
+    case("Softplus", normal(2, 5) * 40, opset=9),
+    case("Mish", normal(2, 5) * 40, opset=22),
+    case("HardSigmoid", normal(3, 4) * 4, alpha=0.5, beta=0.25, opset=9),
+    case("HardSwish", normal(2, 3, 4) * 6, opset=14),
+    case("RMSNormalization", normal(2, 3, 8), Const(normal(8)), opset=23),
+    case("RMSNormalization", normal(2, 3, 8), normal(3, 8), axis=1, epsilon=1e-3, opset=23),
+    case("RMSNormalization", normal(2, 3, 8), Const(normal(1, 8)), axis=-2, opset=23),
+    case("InstanceNormalization", X4, Const(normal(3)), Const(normal(3))),
+    case("InstanceNormalization", normal(2, 3, 7), normal(3), normal(3), epsilon=1e-2, opset=9),
+    case("GroupNormalization", normal(2, 6, 4, 4), Const(normal(6)), Const(normal(6)), num_groups=3, opset=21),
+    case("GroupNormalization", normal(2, 4, 5), normal(4), normal(4), num_groups=4, epsilon=1e-3, opset=21),
+    case("GroupNormalization", normal(2, 6, 3, 3), Const(normal(2)), Const(normal(2)), num_groups=2, opset=18),
+    case("Range", Const(np.asarray(0, np.int64)), Const(np.asarray(7, np.int64)), Const(np.asarray(2, np.int64)), opset=11),
+    case("Range", Const(np.asarray(1.5, np.float32)), Const(np.asarray(-2, np.float32)), Const(np.asarray(-0.75, np.float32))),
+    case("Range", Const(np.asarray(5, np.int32)), Const(np.asarray(3, np.int32)), Const(np.asarray(1, np.int32))),
+    case("Trilu", normal(3, 4, 5)),
+    case("Trilu", normal(4, 5), Const(np.asarray(-1, np.int64)), upper=0, opset=14),
+    case("Trilu", small_ints(2, 4, 4), Const(np.asarray(2, np.int64))),
+    case("Trilu", Const(np.ones((4, 4), np.float32)), upper=0),
+    case("CumSum", Const(X3), Const(np.asarray(1, np.int64)), opset=11),
+    case("CumSum", Const(np.arange(12, dtype=np.int64).reshape(3, 4)), Const(np.asarray(-1, np.int32)), exclusive=1),
+    case("CumSum", Const(X3), Const(np.asarray(0, np.int64)), reverse=1),
+    case("CumSum", Const(X3), Const(np.asarray(2, np.int64)), reverse=1, exclusive=1),
+    case("GatherElements", X3, rng.integers(-4, 4, (3, 2, 5)), axis=1),
+    case("GatherElements", X3, Const(rng.integers(-3, 3, (2, 4, 5))), opset=11),
+    case("GatherElements", small_ints(3, 4), rng.integers(0, 4, (3, 6)).astype(np.int32), axis=-1),
+    case("GatherElements", normal(4, 3), Const(rng.integers(-4, 4, (2, 3)).astype(np.int32)), opset=13),
+    case("Einsum", normal(2, 3, 4), normal(2, 4, 5), equation="bij,bjk->bik", opset=12),
+    case("Einsum", normal(2, 3, 4, 5), Const(normal(2, 3, 5, 6)), equation="...ij,...jk->...ik"),
+    case("Einsum", normal(2, 4, 6, 8), normal(2, 4, 5, 8), equation="bhid,bhjd->bhij"),
+    case("Einsum", normal(2, 5, 3), normal(3, 4), equation="bsd, de -> bse"),
+    case("Einsum", normal(3, 4), normal(4, 5), equation="ij,jk"),
+    case("Einsum", normal(2, 3, 4), normal(5, 4), equation="...d,hd->...h"),
+    case("Einsum", normal(2, 3, 4), Const(normal(5, 4)), equation="bsd,hd->bhs"),
+    case("Einsum", normal(3, 4), normal(5), equation="ij,k->kji"),
+    case("Einsum", normal(2, 3, 4), equation="abc->cab"),
+    case("Einsum", normal(2, 3, 4, 5), equation="...ij->...ji"),
+    case("Conv", X1D, Const(normal(4, 3, 3)), Const(normal(4)), pads=[1, 1]),
+    case("Conv", X1D, Const(normal(4, 3, 3)), strides=[2], dilations=[2], pads=[2, 1], opset=11),
+    case("Conv", normal(2, 6, 9), normal(6, 2, 3), normal(6), group=3, auto_pad="SAME_UPPER", strides=[2]),
+    case("Conv", X1D, Const(normal(5, 3, 4)), auto_pad="SAME_LOWER", opset=22),
+    case("Conv", X1D, Const(normal(5, 3, 2)), auto_pad="VALID", opset=9),
+    case("MaxPool", X1D, kernel_shape=[3], strides=[2], pads=[1, 1]),
+    case("MaxPool", X1D, kernel_shape=[2], auto_pad="SAME_UPPER", opset=9),
+    case("AveragePool", X1D, kernel_shape=[3], pads=[1, 1], count_include_pad=1, opset=11),
+    case("AveragePool", X1D, kernel_shape=[4], strides=[3], auto_pad="SAME_LOWER", opset=19),
 ]
 
 
@@ -335,6 +421,45 @@ def test_shape_computations_fold_at_import():
     assert_matches(graphopt.interpret(module, x_value), onnx_runtime(model, [x_value]))
 
 
+def test_attention_masks_run_compiled_with_booleans_and_integers():
+    """A padding mask (int64 input: Equal, Unsqueeze, Expand, Where), a causal mask (Trilu on a constant,
+    folded) and integer and boolean results: fused and compiled as ONNX Runtime computes them."""
+    scores = helper.make_tensor_value_info("scores", TensorProto.FLOAT, [2, 4, 8, 8])
+    mask = helper.make_tensor_value_info("mask", TensorProto.INT64, [2, 8])
+    nodes = [
+        helper.make_node("Equal", ["mask", "zero"], ["padding"]),
+        helper.make_node("Unsqueeze", ["padding", "axes"], ["padding4"]),
+        helper.make_node("Expand", ["padding4", "shape"], ["padding_full"]),
+        helper.make_node("Where", ["padding_full", "low", "scores"], ["padded"]),
+        helper.make_node("Trilu", ["ones"], ["lower"], upper=0),
+        helper.make_node("Equal", ["lower", "zero_f"], ["future"]),
+        helper.make_node("Where", ["future", "low", "padded"], ["masked"]),
+        helper.make_node("Softmax", ["masked"], ["probabilities"], axis=-1),
+        helper.make_node("Range", ["zero", "eight", "one"], ["positions"]),
+        helper.make_node("Mul", ["mask", "positions"], ["kept"]),
+        helper.make_node("Sub", ["kept", "one"], ["shifted"]),
+        helper.make_node("Not", ["padding"], ["attended"]),
+        helper.make_node("Or", ["attended", "future_row"], ["either"]),
+    ]
+    constants = {
+        "zero": np.asarray(0, np.int64), "one": np.asarray(1, np.int64), "eight": np.asarray(8, np.int64),
+        "axes": np.asarray([1, 2], np.int64), "shape": np.asarray([2, 4, 8, 8], np.int64),
+        "low": np.asarray(-1e4, np.float32), "ones": np.ones((8, 8), np.float32), "zero_f": np.asarray(0, np.float32),
+        "future_row": np.arange(8) > 5,
+    }  # fmt: skip
+    outputs = ["probabilities", "shifted", "either"]
+    graph = helper.make_graph(nodes, "masks", [scores, mask], [helper.make_empty_tensor_value_info(o) for o in outputs],
+                              [numpy_helper.from_array(v, k) for k, v in constants.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    arrays = [normal(2, 4, 8, 8), (np.arange(16).reshape(2, 8) % 5 != 0).astype(np.int64)]
+    want = onnx_runtime(model, arrays)
+    module = graphopt.from_onnx(model)
+    assert [op.name for op in module.walk()].count("graph.cmp") == 1  # the causal mask folded at import
+    assert_matches(graphopt.interpret(module, *arrays), want)
+    for backends in BACKEND_SETS:
+        assert_matches(graphopt.compile(module, backends=backends)(*arrays), want)
+
+
 def test_input_names_become_argument_names():
     model = case("Relu", normal(2, 2)).model()
     model.graph.input[0].name = model.graph.node[0].input[0] = "input.1"
@@ -415,9 +540,9 @@ UNSUPPORTED = {
         helper.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
         "MaxPool node 'mp': ceil_mode = 1",
     ),
-    "1-D conv": (
-        helper.make_node("AveragePool", ["x"], ["y"], name="ap", kernel_shape=[2]),
-        "AveragePool node 'ap': only 2-D windows",
+    "3-D window": (
+        helper.make_node("AveragePool", ["x"], ["y"], name="ap", kernel_shape=[2, 2, 2]),
+        "AveragePool node 'ap': only 1-D and 2-D windows",
     ),
     "used extra output": (
         helper.make_node("MaxPool", ["x"], ["y", "indices"], name="mpi", kernel_shape=[2, 2]),
@@ -432,7 +557,7 @@ UNSUPPORTED = {
 
 @pytest.mark.parametrize("node, message", UNSUPPORTED.values(), ids=UNSUPPORTED.keys())
 def test_unsupported_node_names_op_node_and_what(node, message):
-    shape = (1, 3, 8) if "AveragePool" in message else (1, 3, 8, 8)
+    shape = (1, 3, 4, 4, 4) if "AveragePool" in message else (1, 3, 8, 8)
     model = one_node_model(node, shape)
     if node.op_type == "Pad":
         model.graph.initializer.append(numpy_helper.from_array(np.zeros(8, np.int64), "p"))

@@ -94,6 +94,17 @@ def test_only_constant_f32_b_is_packed():
     assert ukernel_calls(dense_layer((4, 8), b.astype(np.float64))) == []  # f32 only
 
 
+def test_matmuls_of_equal_sizes_and_different_ranks_compile_together():
+    """[2, 3, 4] @ [4, 5] and [6, 4] @ [4, 5] both run 6x4x5 GEMMs; each declares its own ukernel
+    (one declaration served both before, with the first call's memref types, and did not verify)."""
+    g = GraphBuilder()
+    x, y = g.input("x", (2, 3, 4)), g.input("y", (6, 4))
+    module = g.finish(g.matmul(x, g.constant(sample((4, 5), seed=1, specials=False))),
+                      g.matmul(y, g.constant(sample((4, 5), seed=2, specials=False))))
+    assert sorted(ukernel_calls(module)) == ["graphopt_sgemm_packed_2x3x4x5", "graphopt_sgemm_packed_6x4x5"]
+    check_compiled(module, sample((2, 3, 4), specials=False), sample((6, 4), seed=3, specials=False))
+
+
 def test_kernel_takes_panels_and_module_declares_the_ukernel():
     module = dense_layer((4, 8), sample((8, 70), specials=False))
     kernel, declaration = kernels(module)

@@ -1,4 +1,4 @@
-"""graph-import: convert an ONNX model (opsets 9 to 21) into a graph-dialect module.
+"""graph-import: convert an ONNX model (opsets 9 to 23) into a graph-dialect module.
 
     graph-import model.onnx                            # print the module
     graph-import model.onnx -o model.mlir

@@ -25,7 +25,7 @@ func.func @main(%x: tensor<2x3xf32>, %bias: tensor<70xf32>) -> tensor<2x70xf32> 
 // a's leading dims are rows of the ukernel: 2 x 4 rows. A constant outside the group: the
 // kernel still takes b (unused) where the op does, then its panels, then the output.
 // CHECK-LABEL: func.func @matmul_0(%0: memref<2x4x2xf32>, %1: memref<2x3xf32>, %2: memref<32xf32> {graph.constant = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 0.000000e+00{{.*}}> : tensor<32xf32>}, %3: memref<2x4x3xf32>)
-// CHECK-NEXT:    func.call @graphopt_sgemm_packed_8x2x3(%0, %{{.*}}, %{{.*}}) : (memref<2x4x2xf32>, memref<32xf32>, memref<2x4x3xf32>) -> ()
+// CHECK-NEXT:    func.call @graphopt_sgemm_packed_2x4x2x3(%0, %{{.*}}, %{{.*}}) : (memref<2x4x2xf32>, memref<32xf32>, memref<2x4x3xf32>) -> ()
 func.func @main(%x: tensor<2x4x2xf32>) -> tensor<2x4x3xf32> {
   %w = graph.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
   %0 = graph.matmul %x, %w : (tensor<2x4x2xf32>, tensor<2x3xf32>) -> tensor<2x4x3xf32>
