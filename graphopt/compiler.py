@@ -89,7 +89,8 @@ def placed_step(op: Operation) -> Step:
     reason = op.attributes.get(PLACEMENT_REASON)
     work = group_work(op)
     return Step(op.group_name.data, op, list(op.operands), list(op.results), op.backend.data,
-                reason.data if isinstance(reason, StringAttr) else None, flops=work.flops, bytes_moved=work.bytes)
+                reason.data if isinstance(reason, StringAttr) else None, flops=work.flops,
+                bytes_moved=work.bytes + work.constant_bytes)
 
 
 def compile_kernels(steps: Sequence[Step], threads: int) -> None:

@@ -59,13 +59,16 @@ def test_flops_and_bytes_of_a_matmul_a_conv_and_a_pool_are_exact(profiled):
     assert conv.gbytes_per_second == pytest.approx(conv.bytes_moved / conv.seconds / 1e9)
 
 
-def test_a_fused_step_lists_its_op_kinds_once_each():
+def test_a_fused_step_lists_its_op_kinds_once_each_and_counts_its_weights():
     b = graphopt.GraphBuilder()
     x = b.input("x", (4, 8))
-    module = b.finish(b.relu(b.add(b.relu(b.matmul(x, b.input("w", (8, 8)))), x)))
+    weights = b.constant(np.random.default_rng(1).standard_normal((8, 8)).astype(np.float32))
+    module = b.finish(b.relu(b.add(b.relu(b.matmul(x, weights)), x)))
     exe = graphopt.compile(module)
     report = exe.profile(*random_inputs(exe), repeat=1)
     assert [row.ops for row in report.steps] == [("matmul", "relu", "add")]
+    assert report.steps[0].flops == 2 * 4 * 8 * 8 + 3 * 4 * 8
+    assert report.steps[0].bytes_moved == 4 * (4 * 8 + 8 * 8 + 4 * 8)  # x, the weights, the result
     assert report.steps[0].name in str(report)
 
 

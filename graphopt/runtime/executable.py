@@ -73,7 +73,8 @@ class Step:
     flops: int = 0
     """Floating-point operations the step computes, as compile counts them (`profile` reads it)."""
     bytes_moved: int = 0
-    """Bytes of the step's inputs and outputs, as compile counts them (`profile` reads it)."""
+    """Bytes of the step's inputs, outputs and the constants inside it, as compile counts them
+    (`profile` reads it)."""
 
 
 class Executable:

@@ -12,7 +12,8 @@
 A step's FLOPs and bytes are what compile counted for its group (`Step.flops`, `Step.bytes_moved`;
 graphopt/backends/costs.py): 2*M*N*K for a matmul, 2 * output elements * input channels per
 group * kh * kw for a conv2d, output elements * kh * kw for a pool, about one per element (ten
-for a transcendental) for the rest; bytes are the step's inputs and outputs, each moved once.
+for a transcendental) for the rest; bytes are the step's inputs, outputs and the constants inside
+its group (weights), each moved once.
 GFLOP/s is the rate to read for a step bound by compute (a matmul or conv at large channel
 counts), GB/s for one bound by memory (elementwise, pooling, a depthwise conv).
 """
