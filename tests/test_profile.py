@@ -81,6 +81,14 @@ def test_the_table_has_a_header_a_row_per_step_and_the_totals(profiled):
     assert len(report.table(report.top(2)).splitlines()) == 4
 
 
+def test_a_module_without_steps_has_an_empty_profile():
+    b = graphopt.GraphBuilder()
+    exe = graphopt.compile(b.finish(b.input("x", (3,))))
+    report = exe.profile(np.ones(3, np.float32), repeat=2)
+    assert exe.steps == [] and report.steps == () and report.total_seconds == 0
+    assert str(report).splitlines()[-1].startswith("0 steps: 0.0 us in all")
+
+
 def test_profile_needs_one_repeat_at_least(profiled):
     exe, _ = profiled
     with pytest.raises(graphopt.GraphoptError, match="repeat of at least 1, got 0"):

@@ -149,9 +149,13 @@ class Executable:
                 self.runs += [self._python_run(step) for step in steps]
 
     def _native_run(self, steps: list[Step]) -> Callable[[Frame], None]:
-        """One generated native function calling the steps' kernels with addresses from the frame."""
+        """The next run: the steps' kernels called from one generated native function."""
         for step in steps:
             step.native_run = len(self.runs)
+        return self._call_sequence(steps)
+
+    def _call_sequence(self, steps: list[Step]) -> Callable[[Frame], None]:
+        """One generated native function calling the steps' kernels with addresses from the frame."""
         sequence = CallSequence([self._native_call(step) for step in steps])
         return lambda frame: sequence.function(frame.table)
 
@@ -207,7 +211,7 @@ class Executable:
             self(*arrays)
             calls.append(time.perf_counter() - start)
         medians = [statistics.median(samples) for samples in times]
-        total = sum(medians)
+        total = sum(medians) or 1.0  # no steps: a module that returns its arguments or constants
         rows = tuple(
             StepProfile(step.name, step.backend, _op_kinds(step.op), seconds, seconds / total, step.flops, step.bytes_moved)
             for step, seconds in zip(self.steps, medians)
@@ -215,11 +219,11 @@ class Executable:
         return Profile(rows, statistics.median(calls), repeat)
 
     def _single_step_runs(self) -> list[Callable[[Frame], None]]:
-        """One run per step (a native call sequence of one call, or the Python call), made once."""
+        """One run per step, made on the first profile: a native step as a call sequence of its
+        one call, any other as its Python call."""
         if self._step_runs is None:
             self._step_runs = [
-                (lambda frame, sequence=CallSequence([self._native_call(step)]): sequence.function(frame.table))
-                if _native(step) is not None else self._python_run(step)
+                self._call_sequence([step]) if _native(step) is not None else self._python_run(step)
                 for step in self.steps
             ]
         return self._step_runs
