@@ -23,7 +23,7 @@ graphopt's median over ONNX Runtime's. The parent prints one Markdown table per 
 with the geometric mean of the ratios.
 
 --quick: 2 blocks per model instead of --repeat, and unless --models is given only QUICK_MODELS
-(about 2 minutes on a 2-core machine for 1 and 2 threads). --profile: the five slowest steps of
+(30 s for 1 and 2 threads on a 2-core machine with a warm kernel cache, about 2 minutes cold). --profile: the five slowest steps of
 each model (`Executable.profile`: op kinds, median, share, GFLOP/s, GB/s). --json saves every
 median, ratio and profile row; --png draws the ratios, one bar group per thread count.
 """
