@@ -57,6 +57,7 @@ from graphopt.backends.measure import cpu_model
 from graphopt.dialects import graph
 
 from cpu_codegen import numpy_layer_norm, numpy_softmax
+from timing import thread_environment
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from make_examples import small_normal, xavier_normal
@@ -461,8 +462,7 @@ def main() -> None:
         cost_cache = args.cost_cache or str(Path(scratch) / "costs.json")
         for threads in args.threads.split(","):
             result_path = Path(scratch) / f"{threads}.json"
-            env = dict(os.environ, GRAPHOPT_BENCHMARK_RESULT=str(result_path), GRAPHOPT_THREADS=threads,
-                       OPENBLAS_NUM_THREADS=threads, OPENBLAS_THREAD_TIMEOUT="4", OMP_WAIT_POLICY="PASSIVE")
+            env = thread_environment(threads, str(result_path))
             print(f"== {threads} thread(s) ==", flush=True)
             subprocess.run([sys.executable, __file__, "--repeat", str(args.repeat), "--cost-cache", cost_cache],
                            env=env, check=True)

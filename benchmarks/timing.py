@@ -1,6 +1,7 @@
 """Timing shared by the benchmark scripts (run as `python benchmarks/<script>.py`)."""
 
 import argparse
+import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -22,13 +23,15 @@ def median_seconds(function, repeat: int) -> float:
     return statistics.median(times)
 
 
-def interleaved_medians(calls: dict[str, Callable[[], object]], seconds: float) -> dict[str, float]:
-    """Median seconds of each call, the calls timed in alternating blocks of BLOCK for `seconds`:
-    every side sees the same noise, and each block starts after an untimed call that warms the
-    caches the previous side filled with its own data."""
+def interleaved_medians(calls: dict[str, Callable[[], object]], seconds: float, rounds: int = 1) -> dict[str, float]:
+    """Median seconds of each call, the calls timed in alternating blocks of BLOCK for `seconds`
+    and at least `rounds` blocks each: every side sees the same noise, and each block starts
+    after an untimed call that warms the caches the previous side filled with its own data."""
     times: dict[str, list[float]] = {side: [] for side in calls}
     start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    done = 0
+    while time.perf_counter() - start < seconds or done < rounds:
+        done += 1
         for side, call in calls.items():
             call()
             for _ in range(BLOCK):
@@ -61,3 +64,11 @@ def main_over_shapes(description: str, header: str, shapes: Sequence[tuple], com
     print(header)
     for shape in shapes:
         print(compare(*shape, args.seconds))
+
+
+def thread_environment(threads: int | str, result_path: str) -> dict[str, str]:
+    """The environment of a benchmark's child process for one thread count: graphopt, OpenBLAS
+    at `threads`; idle OpenMP and OpenBLAS workers not spinning on the cores the next system
+    needs; GRAPHOPT_BENCHMARK_RESULT, where the child writes its results."""
+    return dict(os.environ, GRAPHOPT_BENCHMARK_RESULT=result_path, GRAPHOPT_THREADS=str(threads),
+                OPENBLAS_NUM_THREADS=str(threads), OPENBLAS_THREAD_TIMEOUT="4", OMP_WAIT_POLICY="PASSIVE")

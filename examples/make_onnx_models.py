@@ -132,11 +132,13 @@ def transformer_block_model() -> onnx.ModelProto:
 
 
 def conv_bn(b: OnnxBuilder, rng: np.random.Generator, x: Value, channels: tuple[int, int], kernel: int,
-            stride: int = 1) -> Value:
-    """Conv (no bias, SAME_UPPER) followed by BatchNormalization."""
+            stride: int = 1, groups: int = 1) -> Value:
+    """Conv (no bias, SAME_UPPER, `groups` channel groups: depthwise when it is the channel count)
+    followed by BatchNormalization."""
     out_channels, in_channels = channels
-    weights = b.constant(he_normal(rng, (out_channels, in_channels, kernel, kernel), in_channels * kernel * kernel))
-    conv = b.node("Conv", x, weights, auto_pad="SAME_UPPER", strides=[stride, stride])
+    fan_in = in_channels // groups * kernel * kernel
+    weights = b.constant(he_normal(rng, (out_channels, in_channels // groups, kernel, kernel), fan_in))
+    conv = b.node("Conv", x, weights, auto_pad="SAME_UPPER", strides=[stride, stride], group=groups)
     scale, bias, mean = (small_normal(rng, (out_channels,), mean=m) for m in (1.0, 0.0, 0.0))
     variance = np.abs(small_normal(rng, (out_channels,), mean=1.0))
     return b.node("BatchNormalization", conv, *map(b.constant, (scale, bias, mean, variance)), epsilon=1e-5)

@@ -28,6 +28,7 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import PassFailedException
 
 from graphopt.backends import get_backend
+from graphopt.backends.costs import group_work
 from graphopt.backends.measure import default_threads
 from graphopt.backends.targets import RegistryPartitionPass
 from graphopt.dialects import graph
@@ -81,12 +82,15 @@ def compile(
 
 
 def placed_step(op: Operation) -> Step:
-    """The step of a group that partitioning placed; anything else is an internal error."""
+    """The step of a group that partitioning placed, with its FLOPs and bytes (for `profile`);
+    anything else is an internal error."""
     if not (isinstance(op, graph.FusedOp) and op.backend is not None):
         raise GraphoptError(f"internal error: {op.name} in @main is not a group placed on a backend (run the partition pass)")
     reason = op.attributes.get(PLACEMENT_REASON)
+    work = group_work(op)
     return Step(op.group_name.data, op, list(op.operands), list(op.results), op.backend.data,
-                reason.data if isinstance(reason, StringAttr) else None)
+                reason.data if isinstance(reason, StringAttr) else None, flops=work.flops,
+                bytes_moved=work.bytes + work.constant_bytes)
 
 
 def compile_kernels(steps: Sequence[Step], threads: int) -> None:

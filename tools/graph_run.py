@@ -6,11 +6,13 @@
     graph-run model.mlir --backend reference          # the interpreter instead of graphopt.compile
     graph-run model.mlir --check --report             # compiled vs interpreter, and where each step ran
     graph-run model.mlir --print-llvm                 # the LLVM IR compile JIT-compiled (as graph-opt -t llvm)
+    graph-run model.mlir --profile                    # each step's median time, GFLOP/s and GB/s
 
 An .npz supplies each argument by its name (`%x` -> "x"), else by position (arr_0, arr_1, ...).
 Random inputs are standard normal floats, small non-negative integers and fair booleans.
 Each result prints as one line (index, shape, dtype, min/max/mean, first values); `-o`
-saves them as result_0, result_1, ... `--check` also prints each result's largest
+saves them as result_0, result_1, ... `--profile` prints `Executable.profile`'s table
+(PROFILE_REPEAT runs of each step) before the results. `--check` also prints each result's largest
 difference from the interpreter's and fails (exit code 1) when one is out of tolerance.
 Bad input gives one message and exit code 1.
 """
@@ -40,6 +42,9 @@ from graphopt.tools.graph_opt import exit_on_error
 SHOWN_VALUES = 6
 """How many leading values of each result are printed."""
 
+PROFILE_REPEAT = 10
+"""`--profile`: timed runs of each step (and of the whole call) whose medians it prints."""
+
 CHECK_TOLERANCE = {"rtol": 1e-4, "atol": 1e-6}
 """`--check`: the contract's f32 tolerance for reductions and contractions, which graphs mix."""
 
@@ -52,11 +57,13 @@ def run_module(
     fuse: bool = True,
     report: IO[str] | None = None,
     llvm_ir: IO[str] | None = None,
+    profile: IO[str] | None = None,
 ) -> tuple[np.ndarray, ...]:
     """Execute function `entry` of `module` on `inputs`: the one place that picks how to run it.
 
     `backend` "cpu" runs `graphopt.compile(module, fuse=fuse)` (its report goes to `report`),
-    "reference" the interpreter. The LLVM IR of the modules compile JIT-compiled goes to `llvm_ir`.
+    "reference" the interpreter. The LLVM IR of the modules compile JIT-compiled goes to `llvm_ir`,
+    the profile of the compiled module on `inputs` (`Executable.profile`) to `profile`.
     """
     if backend == "reference":
         return graphopt.interpret(module, *inputs, entry=entry)
@@ -65,7 +72,10 @@ def run_module(
         print(executable.report(), file=report)
     if llvm_ir is not None:
         llvm_ir.write("".join(executable.llvm_ir()))
-    return executable(*inputs)
+    results = executable(*inputs)
+    if profile is not None:
+        print(executable.profile(*inputs, repeat=PROFILE_REPEAT), file=profile)
+    return results
 
 
 def entry_function(module: ModuleOp, entry: str) -> FuncOp:
@@ -173,6 +183,10 @@ def parse_arguments(args: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-fuse", action="store_true", help="compile one kernel per op")
     parser.add_argument("--report", action="store_true", help="print the compile report: where each step runs and why")
     parser.add_argument(
+        "--profile", action="store_true",
+        help=f"print each step's ops, median time (of {PROFILE_REPEAT} runs), share, GFLOP/s and GB/s",
+    )
+    parser.add_argument(
         "--print-llvm", action="store_true",
         help="print the LLVM IR that compile JIT-compiled (what graph-opt --fuse --partition=backends=cpu -t llvm prints), "
         "instead of the results",
@@ -180,6 +194,8 @@ def parse_arguments(args: Sequence[str] | None) -> argparse.Namespace:
     options = parser.parse_args(args)
     if options.report and options.backend == "reference":
         parser.error("--report describes a compiled module; it needs the cpu backend")
+    if options.profile and options.backend == "reference":
+        parser.error("--profile times a compiled module; it needs the cpu backend")
     if options.print_llvm and (options.backend == "reference" or options.check):
         parser.error("--print-llvm shows a compiled module; it needs the cpu backend, without --check")
     return options
@@ -193,7 +209,9 @@ def main(args: Sequence[str] | None = None) -> None:
         inputs = load_inputs(func, options.inputs) if options.inputs else random_inputs(func, options.seed)
         report = sys.stdout if options.report else None
         llvm_ir = sys.stdout if options.print_llvm else None
-        results = run_module(module, inputs, options.entry, options.backend, not options.no_fuse, report, llvm_ir)
+        profile = sys.stdout if options.profile else None
+        results = run_module(module, inputs, options.entry, options.backend, not options.no_fuse, report, llvm_ir,
+                             profile)
         if options.print_llvm:
             return
         for i, result in enumerate(results):

@@ -3,7 +3,7 @@
     seconds = max(bytes moved / bandwidth, flops / rate) + launch overhead
 
 `group_work(group)` counts a group's bytes (its inputs and outputs: intermediates of a fused
-group stay in registers) and flops (2*M*N*K for contractions, a few per element otherwise).
+group stay in registers; apart from them, the constants inside it) and flops (2*M*N*K for contractions, a few per element otherwise).
 `machine()` measures the rates the first time it is asked (about 0.1 s).
 """
 
@@ -33,9 +33,12 @@ from memory instead of registers. The one launch cost of the cost model and the 
 @dataclass(frozen=True)
 class Work:
     bytes: int
+    """Of the group's inputs and outputs."""
     flops: int
     contraction_flops: int
     ops: int
+    constant_bytes: int = 0
+    """Of the constants inside the group (weights folded into it), which its kernel reads too."""
 
 
 def _nbytes(value) -> int:
@@ -80,7 +83,8 @@ def group_work(group: Operation) -> Work:
     ops = group_ops(group)
     counted = [op_flops(op) for op in ops if not isinstance(op, graph.ConstantOp)]
     moved = sum(_nbytes(v) for v in (*group.operands, *group.results))
-    return Work(moved, sum(f for f, _ in counted), sum(c for _, c in counted), len(counted))
+    constants = values_bytes(op.result for op in ops if isinstance(op, graph.ConstantOp))
+    return Work(moved, sum(f for f, _ in counted), sum(c for _, c in counted), len(counted), constants)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@
     (y,) = exe(x)                                          # NumPy arrays in, fresh arrays out
     exe(x, out=(y,))                                       # or into preallocated arrays
     print(exe.report())                                    # each step: where it runs, and why
+    print(exe.profile(x, repeat=20))                       # each step's median time, GFLOP/s, GB/s
 
 Each step is one kernel launch, given with its backend and its compiled `Kernel`. Constants are
 materialized once. Intermediate buffers are planned once (a buffer is reused once the last step
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import statistics
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -33,6 +36,7 @@ from graphopt.errors import GraphoptError
 from graphopt.interpreter import check_arguments
 from graphopt.runtime.arrays import ALIGNMENT, aligned_array, aligned_empty
 from graphopt.runtime.jit import CallSequence, NativeCall
+from graphopt.runtime.profile import Profile, StepProfile
 
 
 class Kernel(Protocol):
@@ -66,6 +70,11 @@ class Step:
     kernel: Kernel | None = None
     native_run: int | None = None
     """The run (index in `Executable.runs`) that calls this step's kernel from native code."""
+    flops: int = 0
+    """Floating-point operations the step computes, as compile counts them (`profile` reads it)."""
+    bytes_moved: int = 0
+    """Bytes of the step's inputs, outputs and the constants inside it, as compile counts them
+    (`profile` reads it)."""
 
 
 class Executable:
@@ -96,6 +105,7 @@ class Executable:
             self.slots[v] if v in produced and self.results.index(v) == i else None for i, v in enumerate(self.results)
         ]
         self._frames = threading.local()
+        self._step_runs: list[Callable[[Frame], None]] | None = None
 
     # -- planning ------------------------------------------------------------------------
 
@@ -139,17 +149,22 @@ class Executable:
                 self.runs += [self._python_run(step) for step in steps]
 
     def _native_run(self, steps: list[Step]) -> Callable[[Frame], None]:
-        """One generated native function calling the steps' kernels with addresses from the frame."""
-        calls = []
+        """The next run: the steps' kernels called from one generated native function."""
         for step in steps:
             step.native_run = len(self.runs)
-            native = _native(step)
-            inputs = [self.slots[v] for v in step.inputs]
-            constants = [(c.ctypes.data,) for c in native.constants]  # fixed addresses
-            outputs = [self.slots[v] for v in step.outputs]
-            calls.append(NativeCall(native.address, (*inputs, *constants, *outputs)))
-        sequence = CallSequence(calls)
+        return self._call_sequence(steps)
+
+    def _call_sequence(self, steps: list[Step]) -> Callable[[Frame], None]:
+        """One generated native function calling the steps' kernels with addresses from the frame."""
+        sequence = CallSequence([self._native_call(step) for step in steps])
         return lambda frame: sequence.function(frame.table)
+
+    def _native_call(self, step: Step) -> NativeCall:
+        native = _native(step)
+        inputs = [self.slots[v] for v in step.inputs]
+        constants = [(c.ctypes.data,) for c in native.constants]  # fixed addresses
+        outputs = [self.slots[v] for v in step.outputs]
+        return NativeCall(native.address, (*inputs, *constants, *outputs))
 
     def _python_run(self, step: Step) -> Callable[[Frame], None]:
         kernel, inputs, outputs = step.kernel, [self.slots[v] for v in step.inputs], [self.slots[v] for v in step.outputs]
@@ -174,6 +189,44 @@ class Executable:
             if slot is None:  # an argument, a constant, or a value returned twice
                 np.copyto(array, frame.arrays[self.slots[value]])
         return results
+
+    def profile(self, *arrays, repeat: int = 10) -> Profile:
+        """Each step's median time on `arrays`, every step run alone (one native call, or one
+        Python call) in plan order, `repeat` times after one untimed call, with the median time of
+        `repeat` whole calls; printing the result gives one row per step (`runtime/profile.py`)."""
+        if repeat < 1:
+            raise GraphoptError(f"profile needs repeat of at least 1, got {repeat}")
+        self(*arrays)  # binds the arguments, constants and buffers of this thread's frame
+        frame = self._frame()
+        runs = self._single_step_runs()
+        times: list[list[float]] = [[] for _ in runs]
+        for _ in range(repeat):
+            for run, samples in zip(runs, times):
+                start = time.perf_counter()
+                run(frame)
+                samples.append(time.perf_counter() - start)
+        calls = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            self(*arrays)
+            calls.append(time.perf_counter() - start)
+        medians = [statistics.median(samples) for samples in times]
+        total = sum(medians) or 1.0  # no steps: a module that returns its arguments or constants
+        rows = tuple(
+            StepProfile(step.name, step.backend, _op_kinds(step.op), seconds, seconds / total, step.flops, step.bytes_moved)
+            for step, seconds in zip(self.steps, medians)
+        )
+        return Profile(rows, statistics.median(calls), repeat)
+
+    def _single_step_runs(self) -> list[Callable[[Frame], None]]:
+        """One run per step, made on the first profile: a native step as a call sequence of its
+        one call, any other as its Python call."""
+        if self._step_runs is None:
+            self._step_runs = [
+                self._call_sequence([step]) if _native(step) is not None else self._python_run(step)
+                for step in self.steps
+            ]
+        return self._step_runs
 
     def _arguments(self, arrays: Sequence[object]) -> Sequence[np.ndarray]:
         """The arrays themselves when they have the argument types, else converted (or an error)."""
@@ -251,6 +304,13 @@ class Frame:
 def _native(step: Step) -> NativeEntry | None:
     """The step's kernel as a native function, when its backend offers one (`Kernel.native`)."""
     return getattr(step.kernel, "native", None)
+
+
+def _op_kinds(group: Operation) -> tuple[str, ...]:
+    """The kinds of graph ops a step's group computes, each once, in order, without `graph.`."""
+    ops = group.body.block.ops if isinstance(group, graph.FusedOp) else [group]
+    kinds = (op.name.removeprefix("graph.") for op in ops if not isinstance(op, (graph.ConstantOp, graph.YieldOp)))
+    return tuple(dict.fromkeys(kinds))
 
 
 def _dtype(value: SSAValue) -> np.dtype:
