@@ -52,7 +52,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from onnx import numpy_helper
 
 import graphopt
-from graphopt.backends.costs import group_ops
+from graphopt.transforms.work import group_ops
 from graphopt.backends.measure import cpu_model
 from graphopt.dialects import graph
 

@@ -28,7 +28,7 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import PassFailedException
 
 from graphopt.backends import get_backend
-from graphopt.backends.costs import group_work
+from graphopt.transforms.work import group_work
 from graphopt.backends.measure import default_threads
 from graphopt.backends.targets import RegistryPartitionPass
 from graphopt.dialects import graph

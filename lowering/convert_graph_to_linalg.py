@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
@@ -63,7 +63,9 @@ from graphopt.lowering.linalg.pool import lower_pool2d
 from graphopt.lowering.linalg.reduction import COMBINES, lower_layer_norm, lower_reduce, lower_softmax
 from graphopt.lowering.linalg.scalar import SCALAR_BUILDERS
 from graphopt.lowering.linalg.schedule import SCHEDULES, PlainSchedule
+from graphopt.lowering.split_rows import WORK_ATTR
 from graphopt.transforms.subgraph import single_op_kernel_name
+from graphopt.transforms.work import group_work
 
 
 LOWERINGS: dict[str, Callable[[Kernel, graph.GraphOp, SSAValue], None]] = {
@@ -170,7 +172,10 @@ def lower_group(
         _lower_anchored(kernel, heavy[0])
     else:
         _lower_elementwise(kernel)
-    return kernel.finish(pack_weights)
+    function = kernel.finish(pack_weights)
+    work = group_work(op)
+    function.attributes[WORK_ATTR] = IntegerAttr(max(work.flops, work.bytes // 4), i64)
+    return function
 
 
 def supports(op: Operation) -> str | None:

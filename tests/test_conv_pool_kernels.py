@@ -11,10 +11,11 @@ from test_graph_to_linalg import sample, tensor
 from xdsl.dialects.func import FuncOp
 
 import graphopt
-from graphopt.backends import cpu, get_backend
+from graphopt.backends import get_backend
 from graphopt.dialects import graph
 from graphopt.dialects.shapes import conv2d, pool2d
 from graphopt.lowering.convert_graph_to_linalg import lower_group
+from graphopt.lowering.pipelines import CPU
 from graphopt.lowering.row_split import row_split
 from graphopt.parsing import make_context
 from graphopt.transforms.canonicalize import CanonicalizePass
@@ -39,7 +40,7 @@ def group_module(inputs: list[tuple[int, ...]], body: str, result: tuple[int, ..
 @pytest.fixture(autouse=True)
 def split_small_kernels(monkeypatch):
     """Small kernels split by rows too, so that two threads run two row chunks."""
-    monkeypatch.setattr(cpu, "PARALLEL_MIN_WORK", 0)
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
 
 
 def check_group(module, arrays, rtol=1e-4, atol=1e-5):

@@ -3,7 +3,7 @@
 // RUN: graph-opt %s --split-input-file -p fuse,convert-graph-to-linalg | filecheck %s
 
 // An elementwise chain is ONE linalg.generic; broadcasting is in the indexing maps.
-// CHECK-LABEL: func.func @fused_add_relu_mul_0(%0: memref<4x8xf32>, %1: memref<8xf32>, %2: memref<4x1xf32>, %3: memref<4x8xf32>) attributes {graph.kernel} {
+// CHECK-LABEL: func.func @fused_add_relu_mul_0(%0: memref<4x8xf32>, %1: memref<8xf32>, %2: memref<4x1xf32>, %3: memref<4x8xf32>) attributes {graph.kernel, graph.work = {{[0-9]+}} : i64} {
 // CHECK-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%0, %1, %2 : memref<4x8xf32>, memref<8xf32>, memref<4x1xf32>) outs(%3 : memref<4x8xf32>) {
 // CHECK:           arith.addf
 // CHECK:           arith.maximumf
