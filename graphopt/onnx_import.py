@@ -57,7 +57,8 @@ def from_onnx(path_or_model, shapes: dict[str, Sequence[int]] | None = None) -> 
         raise GraphoptError('ONNX import needs the onnx package: pip install "graphopt[onnx]"') from None
     model, base_dir = _load(path_or_model)
     given = {name: _given_shape(name, dims) for name, dims in (shapes or {}).items()}
-    return Importer(model.graph, _default_opset(model), given, base_dir).run()
+    model_name = str(path_or_model) if isinstance(path_or_model, (str, os.PathLike)) else f"'{model.graph.name}'"
+    return Importer(model.graph, _default_opset(model), given, base_dir, model_name).run()
 
 
 def _given_shape(name: str, dims) -> tuple[int, ...]:
@@ -145,11 +146,14 @@ class Scope:
 class Importer:
     """Converts one ONNX graph, node by node, into the function @main."""
 
-    def __init__(self, graph: onnx.GraphProto, opset: int, shapes: dict[str, tuple[int, ...]], base_dir: str):
+    def __init__(self, graph: onnx.GraphProto, opset: int, shapes: dict[str, tuple[int, ...]], base_dir: str,
+                 model_name: str):
         self.graph = graph
         self.opset = opset
         self.shapes = shapes
         self.base_dir = base_dir
+        self.model_name = model_name
+        """The model's path, or its graph's name: unsupported ops name it."""
         initializers = {t.name: _tensor_array(t, f"initializer '{t.name}'", base_dir) for t in graph.initializer}
         self.scope = Scope(GraphBuilder(), initializers)
         self.used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
@@ -220,7 +224,8 @@ class Importer:
         converter = CONVERTERS.get(node.op_type) if node.domain in DEFAULT_DOMAINS else None
         if converter is None:
             domain = f" of domain '{node.domain}'" if node.domain not in DEFAULT_DOMAINS else ""
-            raise GraphoptError(f"{where}: unsupported op type {node.op_type}{domain} (no converter in graphopt)")
+            raise GraphoptError(f"{where}: unsupported op type {node.op_type}{domain} (no converter in graphopt) "
+                                f"in model {self.model_name}")
         for attribute in node.attribute:
             if attribute.name not in converter.attributes:
                 raise GraphoptError(f"{where}: unsupported attribute '{attribute.name}'")
@@ -1267,7 +1272,8 @@ SOURCE_COORDINATES = {
         out * (size - 1) / (length - 1) if length > 1 else np.zeros_like(out),
     "asymmetric": lambda out, size, scale, length: out / scale,
 }  # fmt: skip
-"""coordinate_transformation_mode: where output index `out` (of `length`) samples an axis of `size` resized by `scale`."""
+"""coordinate_transformation_mode: where output index `out` (of `length`) samples an axis of
+`size` resized by `scale`."""
 NEAREST_ROUNDING = {
     "round_prefer_floor": lambda x: np.ceil(x - 0.5),
     "round_prefer_ceil": lambda x: np.floor(x + 0.5),

@@ -333,18 +333,21 @@ NODE_CASES = [
          pads=[1, 1, 1, 1], output_padding=[1, 1], opset=11),
     case("ConvTranspose", normal(1, 4, 4, 5), Const(normal(4, 2, 3, 2)), strides=[2, 3], dilations=[2, 1],
          pads=[0, 2, 1, 0], group=2),
-    case("ConvTranspose", normal(1, 4, 4, 5), normal(4, 1, 2, 2), normal(4), strides=[2, 2], group=4, pads=[3, 0, 0, 3]),
+    case("ConvTranspose", normal(1, 4, 4, 5), normal(4, 1, 2, 2), normal(4), strides=[2, 2], group=4,
+         pads=[3, 0, 0, 3]),
     case("ConvTranspose", normal(2, 3, 5, 5), Const(normal(3, 4, 3, 3)), strides=[2, 2], auto_pad="VALID", opset=9),
     case("ConvTranspose", X1D, Const(normal(3, 5, 4)), Const(normal(5)), strides=[2], pads=[1, 1]),
     case("ConvTranspose", normal(2, 4, 7), normal(4, 3, 3), strides=[3], dilations=[2], output_padding=[2], group=2),
     case("Resize", X4, NO_ROI, floats(1, 1, 2, 2)),
     case("Resize", X4, NO_ROI, floats(1, 1, 2, 3), mode="linear", opset=11),
     case("Resize", X4, NO_ROI, floats(1, 1, 0.5, 0.6), mode="linear", coordinate_transformation_mode="align_corners"),
-    case("Resize", X4, NO_ROI, floats(1, 1, 1.5, 2.5), coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+    case("Resize", X4, NO_ROI, floats(1, 1, 1.5, 2.5), coordinate_transformation_mode="asymmetric",
+         nearest_mode="floor"),
     case("Resize", X4, NO_ROI, floats(1, 1, 1.5, 0.5), nearest_mode="round_prefer_ceil", opset=13),
     case("Resize", X4, NO_ROI, floats(1, 1, 0.75, 1.8), coordinate_transformation_mode="pytorch_half_pixel",
          nearest_mode="ceil"),
-    case("Resize", X4, NO_ROI, None, ints(2, 3, 7, 3), mode="linear", coordinate_transformation_mode="pytorch_half_pixel"),
+    case("Resize", X4, NO_ROI, None, ints(2, 3, 7, 3), mode="linear",
+         coordinate_transformation_mode="pytorch_half_pixel"),
     case("Resize", X4, NO_ROI, None, ints(2, 3, 8, 9), mode="linear",
          coordinate_transformation_mode="half_pixel_symmetric", opset=19),
     case("Resize", X4, None, None, ints(9, 1), axes=[2, 3], mode="linear", opset=18),
@@ -667,6 +670,15 @@ def test_graph_import_reports_bad_input(dynamic_onnx: Path, args, message, capsy
     code, out, err = run_in_process(graph_import.main, *args, capsys=capsys)
     assert code == 1 and out == ""
     assert err.startswith("graph-import: error: ") and message in err
+
+
+def test_graph_import_names_a_missing_op_its_node_and_the_model(tmp_path: Path, capsys):
+    path = tmp_path / "hardmax.onnx"
+    onnx.save(one_node_model(helper.make_node("Hardmax", ["x"], ["y"], name="hm")), path)
+    code, out, err = run_in_process(graph_import.main, path, capsys=capsys)
+    assert code == 1 and out == ""
+    unsupported = "Hardmax node 'hm': unsupported op type Hardmax (no converter in graphopt)"
+    assert err.strip() == f"graph-import: error: {unsupported} in model {path}"
 
 
 def test_graph_import_rejects_malformed_shape_option(dynamic_onnx: Path, capsys):

@@ -77,7 +77,10 @@ def test_every_model_is_written(model_dir: Path):
 def test_model_matches_onnxruntime(model_dir: Path, name: str, backends):
     model, arrays, expected = loaded(model_dir, name)
     module = graphopt.from_onnx(model)
-    (actual,) = graphopt.interpret(module, *arrays) if backends is None else graphopt.compile(module, backends=backends)(*arrays)
+    if backends is None:
+        (actual,) = graphopt.interpret(module, *arrays)
+    else:
+        (actual,) = graphopt.compile(module, backends=backends)(*arrays)
     assert actual.shape == expected.shape and actual.dtype == expected.dtype
     np.testing.assert_allclose(actual, expected, **TOLERANCE)
 
