@@ -1193,6 +1193,8 @@ def conv_transpose(node: Node) -> list[Tensor]:
     if dims[1] != w_dims[0] or dims[1] % groups:
         raise node.unsupported(f"weights of shape {list(w_dims)} do not fit an input of shape {list(dims)} "
                                f"in {groups} groups (weights [C, M/group, ...] with C the input channels)")
+    if list(node.attr("kernel_shape", w_dims[2:])) != list(w_dims[2:]):
+        raise node.unsupported(f"kernel_shape {node.attr('kernel_shape')} differs from the weights' {list(w_dims[2:])}")
     auto_pad = node.attr("auto_pad", "NOTSET")
     if auto_pad not in ("NOTSET", "VALID"):
         raise node.unsupported(f"auto_pad '{auto_pad}' is not supported (only NOTSET and VALID; give pads)")
@@ -1207,7 +1209,7 @@ def conv_transpose(node: Node) -> list[Tensor]:
     output_padding = lifted(node.attr("output_padding", zeros), 0)
     begins, ends = lifted(pads[:spatial], 0), lifted(pads[spatial:], 0)
     n, c, m = dims[0], dims[1], w_dims[1] * groups
-    x = b.reshape(node(0), (n, c, h, w))
+    x = b.reshape(node(0), (n, c, h, w)) if spatial == 1 else node(0)
     if sh > 1 or sw > 1:  # each element followed by stride - 1 zeros along each axis
         spread = padded(node, b.reshape(x, (n, c, h, 1, w, 1)), [0] * 6 + [0, 0, 0, sh - 1, 0, sw - 1])
         x = b.reshape(spread, (n, c, h * sh, w * sw))
@@ -1295,6 +1297,8 @@ def resize(node: Node) -> list[Tensor]:
     mode = node.attr("mode", "nearest")
     if mode not in ("nearest", "linear"):
         raise node.unsupported(f"mode '{mode}' is not supported (only 'nearest' and 'linear')")
+    if mode == "linear" and node.dtype(0).kind != "f":
+        raise node.unsupported(f"linear mode needs a floating-point input, got {node.dtype(0)}")
     if node.attr("antialias", 0):
         raise node.unsupported("antialias = 1 is not supported")
     if node.attr("keep_aspect_ratio_policy", "stretch") != "stretch":

@@ -337,7 +337,8 @@ NODE_CASES = [
          pads=[3, 0, 0, 3]),
     case("ConvTranspose", normal(2, 3, 5, 5), Const(normal(3, 4, 3, 3)), strides=[2, 2], auto_pad="VALID", opset=9),
     case("ConvTranspose", X1D, Const(normal(3, 5, 4)), Const(normal(5)), strides=[2], pads=[1, 1]),
-    case("ConvTranspose", normal(2, 4, 7), normal(4, 3, 3), strides=[3], dilations=[2], output_padding=[2], group=2),
+    case("ConvTranspose", normal(2, 4, 7), normal(4, 3, 3), strides=[3], dilations=[2], output_padding=[2], group=2,
+         kernel_shape=[3]),
     case("Resize", X4, NO_ROI, floats(1, 1, 2, 2)),
     case("Resize", X4, NO_ROI, floats(1, 1, 2, 3), mode="linear", opset=11),
     case("Resize", X4, NO_ROI, floats(1, 1, 0.5, 0.6), mode="linear", coordinate_transformation_mode="align_corners"),
@@ -584,6 +585,10 @@ UNSUPPORTED = {
         helper.make_node("Resize", ["x", "", "s"], ["y"], name="up", mode="cubic"),
         "Resize node 'up': mode 'cubic' is not supported (only 'nearest' and 'linear')",
     ),
+    "Resize linear on integers": (
+        helper.make_node("Resize", ["x", "", "s"], ["y"], name="up", mode="linear"),
+        "Resize node 'up': linear mode needs a floating-point input, got int64",
+    ),
     "ConvTranspose auto_pad": (
         helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="deconv", auto_pad="SAME_UPPER"),
         "ConvTranspose node 'deconv': auto_pad 'SAME_UPPER' is not supported (only NOTSET and VALID; give pads)",
@@ -601,6 +606,8 @@ def test_unsupported_node_names_op_node_and_what(node, message):
     model = one_node_model(node, shape)
     if node.op_type == "Pad":
         model.graph.initializer.append(numpy_helper.from_array(np.zeros(8, np.int64), "p"))
+    if "floating-point input" in message:
+        model.graph.input[0].type.tensor_type.elem_type = TensorProto.INT64
     if node.op_type == "Resize":
         model.graph.initializer.append(numpy_helper.from_array(np.asarray([1, 1, 2, 2], np.float32), "s"))
     if node.op_type == "ConvTranspose":
