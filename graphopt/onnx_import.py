@@ -529,6 +529,25 @@ def elementwise(node: Node) -> list[Tensor]:
     return [result]
 
 
+@converts("Mod", attributes=["fmod"])
+def mod(node: Node) -> list[Tensor]:
+    """Remainder: the sign of the divisor (fmod 0, integers) or of the dividend (fmod 1, C's fmod).
+    Constants fold by NumPy; floats in the graph are a - b * trunc(a / b); integers must fold."""
+    fmod = node.attr("fmod", 0)
+    a, b = node.raw(0), node.raw(1)
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return [(np.fmod if fmod else np.mod)(a, b).astype(np.result_type(a, b))]
+    if node.dtype(0).kind != "f":
+        raise node.unsupported(f"{node.dtype(0)} operands must be constants known at import "
+                               f"(graph.div refuses integers)")
+    if not fmod:
+        raise node.unsupported("floating-point operands need fmod = 1")
+    quotient = node.b.div(node(0), node(1))
+    negative = node.b.cmp(quotient, node.scalar(0.0, quotient), predicate="lt")
+    truncated = node.b.select(negative, node.b.ceil(quotient), node.b.floor(quotient))
+    return [node.b.sub(node(0), node.b.mul(node(1), truncated))]
+
+
 # ----------------------------------------------------------------------------------------
 # Comparisons and logic (results are i1)
 # ----------------------------------------------------------------------------------------

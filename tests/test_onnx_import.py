@@ -328,6 +328,10 @@ NODE_CASES = [
     case("MaxPool", X1D, kernel_shape=[2], auto_pad="SAME_UPPER", opset=9),
     case("AveragePool", X1D, kernel_shape=[3], pads=[1, 1], count_include_pad=1, opset=11),
     case("AveragePool", X1D, kernel_shape=[4], strides=[3], auto_pad="SAME_LOWER", opset=19),
+    case("Mod", normal(3, 4) * 5, positive(4) - 1.25, fmod=1),
+    case("Mod", normal(3, 4) * 5, Const(positive(3, 1)), fmod=1, opset=10),
+    case("Mod", Const(np.arange(-6, 6).reshape(3, 4)), Const(np.asarray([4, -3, 5, 7]))),
+    case("Mod", Const(np.arange(-6, 6, dtype=np.int32)), Const(np.asarray(-4, np.int32)), fmod=1),
     case("ConvTranspose", normal(2, 3, 5, 5), Const(normal(3, 4, 3, 3))),
     case("ConvTranspose", normal(2, 3, 5, 5), Const(normal(3, 4, 3, 3)), Const(normal(4)), strides=[2, 2],
          pads=[1, 1, 1, 1], output_padding=[1, 1], opset=11),
@@ -581,6 +585,10 @@ UNSUPPORTED = {
         helper.make_node("MaxPool", ["x"], ["y", "indices"], name="mpi", kernel_shape=[2, 2]),
         "MaxPool node 'mpi': output #1 ('indices') is not supported",
     ),
+    "Mod on integers in the graph": (
+        helper.make_node("Mod", ["x", "x"], ["y"], name="m"),
+        "Mod node 'm': int64 operands must be constants known at import",
+    ),
     "Resize mode": (
         helper.make_node("Resize", ["x", "", "s"], ["y"], name="up", mode="cubic"),
         "Resize node 'up': mode 'cubic' is not supported (only 'nearest' and 'linear')",
@@ -606,7 +614,7 @@ def test_unsupported_node_names_op_node_and_what(node, message):
     model = one_node_model(node, shape)
     if node.op_type == "Pad":
         model.graph.initializer.append(numpy_helper.from_array(np.zeros(8, np.int64), "p"))
-    if "floating-point input" in message:
+    if "floating-point input" in message or node.op_type == "Mod":
         model.graph.input[0].type.tensor_type.elem_type = TensorProto.INT64
     if node.op_type == "Resize":
         model.graph.initializer.append(numpy_helper.from_array(np.asarray([1, 1, 2, 2], np.float32), "s"))
