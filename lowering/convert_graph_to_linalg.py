@@ -41,7 +41,7 @@ others; an f32 conv2d of one group with a deep window calls the direct convoluti
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -145,6 +145,25 @@ def kernel_sources(main: func.FuncOp, backend: str | None = None) -> list[tuple[
             sources.append((node, single_op_kernel_name(node, singles)))
             singles += 1
     return sources
+
+
+def kernel_names(groups: Sequence[Operation]) -> list[str]:
+    """Each group's kernel name, as the convert-graph-to-* passes name it in its function
+    (`kernel_sources`), made unique among `groups` with a suffix `_<n>` where two share one:
+    what a backend compiling these groups names their kernels."""
+    names: dict[Operation, str] = {}
+    for function in dict.fromkeys(group.parent_op() for group in groups):
+        if isinstance(function, func.FuncOp) and function.body.blocks:
+            names.update(kernel_sources(function))
+    unique: list[str] = []
+    for group in groups:
+        name = names.get(group) or Group.of(group).name
+        candidate, n = name, 0
+        while candidate in unique:
+            n += 1
+            candidate = f"{name}_{n}"
+        unique.append(candidate)
+    return unique
 
 
 def replace_module_contents(module: ModuleOp, ops: list[Operation]) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 import graphopt
 from graphopt.backends import get_backend
-from graphopt.backends.cpu import kernel_names
+from graphopt.lowering.convert_graph_to_linalg import kernel_names
 from graphopt.builder import GraphBuilder
 from graphopt.runtime.arrays import ALIGNMENT
 from graphopt.lowering.pipelines import CPU, CUDA

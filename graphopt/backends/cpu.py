@@ -32,7 +32,7 @@ from graphopt.backends.costs import machine
 from graphopt.transforms.work import group_ops
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy
-from graphopt.lowering.convert_graph_to_linalg import kernel_sources, lower_group
+from graphopt.lowering.convert_graph_to_linalg import kernel_names, lower_group
 from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR, Group, Unsupported
 from graphopt.lowering.linalg.schedule import packed_matmuls
 from graphopt.lowering.pipelines import CPU
@@ -120,24 +120,6 @@ class CpuBackend(Backend):
         if not isinstance(group, (graph.FusedOp, graph.GraphOp)):
             raise Unsupported(f"{group.name} is not a graph op")
         return lower_group(group, name)
-
-
-def kernel_names(groups: Sequence[Operation]) -> list[str]:
-    """Each group's kernel name, as convert-graph-to-linalg names it in its function
-    (`kernel_sources`), made unique among `groups` with a suffix `_<n>` where two share one."""
-    names: dict[Operation, str] = {}
-    for function in dict.fromkeys(group.parent_op() for group in groups):
-        if isinstance(function, FuncOp) and function.body.blocks:
-            names.update(kernel_sources(function))
-    unique: list[str] = []
-    for group in groups:
-        name = names.get(group) or Group.of(group).name
-        candidate, n = name, 0
-        while candidate in unique:
-            n += 1
-            candidate = f"{name}_{n}"
-        unique.append(candidate)
-    return unique
 
 
 class KernelPlan:
