@@ -23,7 +23,7 @@ import os
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import PassFailedException
 
@@ -83,7 +83,10 @@ def compile(
 
 def placed_step(op: Operation) -> Step:
     """The step of a group that partitioning placed, with its FLOPs and bytes (for `profile`);
-    anything else is an internal error."""
+    an op of another dialect is refused, and any other unplaced op is an internal error."""
+    if not isinstance(op, (graph.GraphOp, graph.FusedOp)):
+        callee = f" (a call of @{op.callee.string_value()}: inline it)" if isinstance(op, CallOp) else ""
+        raise GraphoptError(f"'{op.name}' in @{op.parent_op().sym_name.data}{callee}: compile runs graph ops only")
     if not (isinstance(op, graph.FusedOp) and op.backend is not None):
         raise GraphoptError(f"internal error: {op.name} in @main is not a group placed on a backend (run the partition pass)")
     reason = op.attributes.get(PLACEMENT_REASON)
