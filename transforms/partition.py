@@ -525,7 +525,7 @@ class _Partitioner:
             where = f"@{self.flow.block.parent_op().sym_name.data}: group '{group.group_name.data}'"
             if backend not in self.targets.names():
                 raise PassFailedException(f"partition: {where} is bound to unknown backend '{backend}' ({why})")
-            if (reason := self.targets.supports(backend, group)) is not None:
+            if (reason := self.refusal(nodes, backend)) is not None:
                 raise PassFailedException(f"partition: {where} is bound to backend '{backend}' ({why}), which refuses it: {reason}")
 
     # -- greedy --------------------------------------------------------------------------
