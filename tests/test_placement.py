@@ -190,6 +190,26 @@ def test_graph_run_check_compares_a_replaced_group_with_the_interpreter(halved_e
     assert "MISMATCH" in capsys.readouterr().out
 
 
+def test_an_implementation_from_an_entry_point(monkeypatch):
+    """Another package registers `graphopt.implementations` entry points (here NumPy's negative,
+    a ufunc: called on arrays); graph-opt and graph-run find them as compile does."""
+    from importlib.metadata import EntryPoint
+
+    from graphopt.backends import implementation
+
+    plugin = EntryPoint(name="test_plugin_negative", value="numpy:negative", group="graphopt.implementations")
+    monkeypatch.setattr(implementation, "entry_points", lambda group: [plugin] if group == plugin.group else [])
+    monkeypatch.setattr(implementation, "_plugins_loaded", False)
+    module = graphopt.parse(BOUND_IN_THE_IR.replace("test_halved_exp", "test_plugin_negative"))
+    try:
+        exe = graphopt.compile(module)
+        assert exe.placement()[0].backend == "implementation"
+        x = np.linspace(-1, 1, 128, dtype=np.float32).reshape(8, 16)
+        np.testing.assert_array_equal(exe(x)[0], x)  # neg(negative(x)): the plugin ran, not the group's exp
+    finally:
+        unregister_implementation("test_plugin_negative")
+
+
 # ----------------------------------------------------------------------------------------
 # 5. Placement as data, and the strict mode
 # ----------------------------------------------------------------------------------------

@@ -14,6 +14,13 @@ is either
   called with the group's inputs, it returns its outputs (an array, or a tuple of them), or
 - a `Kernel` object (any backend's): called as `kernel(inputs, outputs)`, it fills the outputs.
 
+Implementations are registered with `register_implementation`, or from another package
+through an entry point in the `graphopt.implementations` group naming the function or Kernel
+object (so graph-opt and graph-run find them too):
+
+    [project.entry-points."graphopt.implementations"]
+    my_dense = "mypackage.kernels:dense_relu"
+
 `supports` checks an implementation against the group's signature by calling it once on zeros
 of the group's input types: it must return (or write) as many arrays as the group has results,
 of their shapes and dtypes, without raising. A native kernel (one with a `native` entry) is not
@@ -26,6 +33,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
 
 import numpy as np
 from xdsl.dialects.builtin import StringAttr
@@ -56,6 +64,23 @@ def unregister_implementation(name: str) -> None:
     _implementations.pop(name, None)
 
 
+def registered_implementation(name: str) -> Callable | None:
+    """The implementation registered as `name` (by `register_implementation` or an entry point)."""
+    _load_plugins()
+    return _implementations.get(name)
+
+
+_plugins_loaded = False
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if not _plugins_loaded:
+        _plugins_loaded = True
+        for entry in entry_points(group="graphopt.implementations"):
+            _implementations.setdefault(entry.name, entry.load())
+
+
 def bound_implementation(group: Operation) -> str | None:
     """The name of the implementation `group` is bound to, if any."""
     attribute = group.attributes.get(IMPLEMENTATION)
@@ -78,10 +103,11 @@ class ImplementationBackend(Backend):
         name = bound_implementation(group) if isinstance(group, graph.FusedOp) else None
         if name is None:
             return f"only a group with {IMPLEMENTATION} runs on an implementation of its own"
-        if name not in _implementations:
+        implementation = registered_implementation(name)
+        if implementation is None:
             registered = ", ".join(sorted(_implementations)) or "none"
             return f"no implementation named '{name}' is registered (registered: {registered})"
-        kernel = _kernel(group, _implementations[name])
+        kernel = _kernel(group, implementation)
         if getattr(kernel, "native", None) is not None:
             return None
         inputs = [np.zeros(shape, dtype) for shape, dtype in map(_signature, group.operands)]
@@ -96,7 +122,7 @@ class ImplementationBackend(Backend):
         return None
 
     def compile(self, groups: Sequence[Operation], threads: int) -> list[Kernel]:
-        return [_kernel(group, _implementations[bound_implementation(group)]) for group in groups]
+        return [_kernel(group, registered_implementation(bound_implementation(group))) for group in groups]
 
     def estimate(self, group: Operation) -> float:
         """Unknown code: as NumPy op by op would run the group."""
