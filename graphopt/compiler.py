@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
@@ -93,17 +94,13 @@ def compile(
     pipeline = ",".join(str(graph_pass.pipeline_pass_spec()) for graph_pass in [*fusing, placing])
     for graph_pass in fusing:
         _apply(graph_pass, ctx, module)
-    bound = _bind_implementations(_entry_function(module, entry), implementations or {})
-    try:
+    with _implementations_bound(_entry_function(module, entry), implementations or {}):
         _apply(placing, ctx, module)
         function = _entry_function(module, entry)
         steps = [placed_step(op) for op in function.body.block.ops if not isinstance(op, (graph.ConstantOp, ReturnOp))]
         if fallback == "error":
             _refuse_the_fallback(steps, entry)
         compile_kernels(steps, threads)
-    finally:
-        for name in bound:
-            unregister_implementation(name)
     return Executable(module, function, steps, threads, pipeline)
 
 
@@ -120,20 +117,25 @@ FALLBACKS = ("reference", "error")
 _bindings = itertools.count()
 
 
-def _bind_implementations(function: FuncOp, implementations: Mapping[str, Callable]) -> list[str]:
+@contextmanager
+def _implementations_bound(function: FuncOp, implementations: Mapping[str, Callable]) -> Iterator[None]:
     """Bind each named group of `function` to its implementation, registered under a name of
-    its own for this compile (`<group>#<n>`); those names."""
+    its own (`<group>#<n>`) for the duration of the `with` (partition and compile)."""
     groups = {op.group_name.data: op for op in function.body.block.ops if isinstance(op, graph.FusedOp)}
     registered = []
-    for group, implementation in implementations.items():
-        if group not in groups:
-            known = ", ".join(groups) or "none: without fuse, or with no op fused, no group exists before partition"
-            raise GraphoptError(f"implementations: no group '{group}' in @{function.sym_name.data} (its groups: {known})")
-        name = f"{group}#{next(_bindings)}"
-        register_implementation(name, implementation)
-        registered.append(name)
-        groups[group].attributes[IMPLEMENTATION] = StringAttr(name)
-    return registered
+    try:
+        for group, implementation in implementations.items():
+            if group not in groups:
+                known = ", ".join(groups) or "none: without fuse, or with no op fused, no group exists before partition"
+                raise GraphoptError(f"implementations: no group '{group}' in @{function.sym_name.data} (its groups: {known})")
+            name = f"{group}#{next(_bindings)}"
+            register_implementation(name, implementation)
+            registered.append(name)
+            groups[group].attributes[IMPLEMENTATION] = StringAttr(name)
+        yield
+    finally:
+        for name in registered:
+            unregister_implementation(name)
 
 
 def _refuse_the_fallback(steps: Sequence[Step], entry: str) -> None:

@@ -34,6 +34,22 @@ func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x16xf32>, %b: tensor<16xf32>)
 """One fused group (fused_matmul_add_relu_0) and an op alone (softmax)."""
 
 
+BOUND_IN_THE_IR = """
+func.func @main(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %0 = graph.fused(%x) {name = "my_group", mode = "fallback", graph.implementation = "test_halved_exp"} : (tensor<8x16xf32>) -> tensor<8x16xf32> {
+  ^bb0(%a: tensor<8x16xf32>):
+    %1 = graph.exp %a : tensor<8x16xf32>
+    %2 = graph.constant dense<0.5> : tensor<f32>
+    %3 = graph.mul %1, %2 : (tensor<8x16xf32>, tensor<f32>) -> tensor<8x16xf32>
+    graph.yield %3 : tensor<8x16xf32>
+  }
+  %4 = graph.neg %0 : tensor<8x16xf32>
+  func.return %4 : tensor<8x16xf32>
+}
+"""
+"""A fallback group bound in the IR to the implementation `test_halved_exp`, then an op alone."""
+
+
 def layer_inputs(seed: int = 0) -> list[np.ndarray]:
     return random_inputs(graphopt.parse(MLP_LAYER).body.block.first_op, seed)
 
@@ -80,6 +96,14 @@ def test_an_op_of_a_fallback_group_no_backend_accepts_alone_goes_to_the_referenc
     close_to_the_interpreter(exe, module, [np.linspace(-2, 2, 32, dtype=np.float32).reshape(4, 8)])
 
 
+def test_a_fallback_group_with_a_constant_inside_runs_op_by_op():
+    module = graphopt.parse(BOUND_IN_THE_IR.replace(', graph.implementation = "test_halved_exp"', ""))
+    exe = graphopt.compile(module)
+    assert [(p.step, p.backend) for p in exe.placement()] == [
+        ("my_group.exp_0", "cpu"), ("my_group.mul_1", "cpu"), ("neg_0", "cpu")]
+    close_to_the_interpreter(exe, module, random_inputs(module.body.block.first_op, 2))
+
+
 # ----------------------------------------------------------------------------------------
 # 4. Replacing a group
 # ----------------------------------------------------------------------------------------
@@ -96,10 +120,10 @@ def test_a_group_replaced_by_a_numpy_function(mode):
         fused_in_fallback_mode(module)
     calls = []
     exe = graphopt.compile(module, implementations={"fused_matmul_add_relu_0": lambda *a: calls.append(1) or dense_relu(*a)})
-    assert exe.placement()[0] == StepPlacement("fused_matmul_add_relu_0", ("matmul", "add", "relu"), "implementation",
-                                               exe.placement()[0].reason)
-    assert exe.placement()[0].reason.startswith(f'{IMPLEMENTATION} = "fused_matmul_add_relu_0#')
-    assert [p.backend for p in exe.placement()[1:]] == ["cpu"]
+    replaced, softmax = exe.placement()
+    assert (replaced.step, replaced.ops, replaced.backend) == ("fused_matmul_add_relu_0", ("matmul", "add", "relu"), "implementation")
+    assert replaced.reason.startswith(f'{IMPLEMENTATION} = "fused_matmul_add_relu_0#')
+    assert softmax == StepPlacement("softmax_0", ("softmax",), "cpu", None)
     inputs = layer_inputs()
     calls.clear()
     close_to_the_interpreter(exe, module, inputs)
@@ -128,6 +152,16 @@ def test_a_replacement_with_the_wrong_signature_is_refused(implementation, messa
         graphopt.compile(graphopt.parse(MLP_LAYER), implementations={"fused_matmul_add_relu_0": implementation})
 
 
+def test_a_replacement_must_be_callable_and_is_registered_only_while_compiling():
+    from graphopt.backends import implementation
+
+    before = dict(implementation._implementations)
+    with pytest.raises(graphopt.GraphoptError, match="must be a function on NumPy arrays or a Kernel, got int"):
+        graphopt.compile(graphopt.parse(MLP_LAYER), implementations={"fused_matmul_add_relu_0": 3})
+    graphopt.compile(graphopt.parse(MLP_LAYER), implementations={"fused_matmul_add_relu_0": dense_relu})
+    assert implementation._implementations == before
+
+
 def test_replacing_an_unknown_group_names_the_known_ones():
     with pytest.raises(graphopt.GraphoptError, match=r"no group 'fused_conv2d_add_relu_0' in @main \(its groups: fused_matmul_add_relu_0\)"):
         graphopt.compile(graphopt.parse(MLP_LAYER), implementations={"fused_conv2d_add_relu_0": dense_relu})
@@ -139,21 +173,6 @@ def test_a_replacement_that_changes_its_results_later_is_an_error_at_run_time():
                            implementations={"fused_matmul_add_relu_0": lambda x, w, b: np.zeros(next(shapes), np.float32)})
     with pytest.raises(graphopt.GraphoptError, match=r"returns \(\[8, 15\] float32\); the group's results are \(\[8, 16\] float32\)"):
         exe(*layer_inputs())
-
-
-BOUND_IN_THE_IR = """
-func.func @main(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
-  %0 = graph.fused(%x) {name = "my_group", mode = "fallback", graph.implementation = "test_halved_exp"} : (tensor<8x16xf32>) -> tensor<8x16xf32> {
-  ^bb0(%a: tensor<8x16xf32>):
-    %1 = graph.exp %a : tensor<8x16xf32>
-    %2 = graph.constant dense<0.5> : tensor<f32>
-    %3 = graph.mul %1, %2 : (tensor<8x16xf32>, tensor<f32>) -> tensor<8x16xf32>
-    graph.yield %3 : tensor<8x16xf32>
-  }
-  %4 = graph.neg %0 : tensor<8x16xf32>
-  func.return %4 : tensor<8x16xf32>
-}
-"""
 
 
 @pytest.fixture

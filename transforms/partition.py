@@ -33,7 +33,11 @@ kernel, and the last resort for ops no listed backend accepts. An op with
   Collage's bounded rule (polynomial: 500-op graphs in under a second); touching chosen kernels
   of one backend are then merged where the merge stays acyclic and the backend supports it.
 
-Groups in `fallback` mode and ops of other dialects are never split or merged.
+A group in `fallback` mode is an outline: each of its ops becomes a one-op group
+`<group>.<op>_<n>`, placed on its own (greedy: the first backend accepting it; cost: its
+cheapest), never merged with another. A group the targets bind to a backend (`binding`: one
+bound to an implementation of its own) goes whole to that backend, whatever the priority. Bound
+groups and ops of other dialects are never split or merged.
 """
 
 from __future__ import annotations
@@ -315,7 +319,8 @@ class Dataflow:
     post order, with their dataflow as if every group were inlined."""
 
     def __init__(self, block: Block, bound: Collection[Operation] = ()):
-        """`bound`: groups that must stay whole (bound to a backend), fallback mode or not."""
+        """`bound`: groups that stay one unit (bound to a backend), fallback mode or not; every
+        other fallback group is one unit per op."""
         self.block = block
         self.nodes: list[Operation] = []
         self.units: list[Unit] = []

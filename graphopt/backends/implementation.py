@@ -44,6 +44,7 @@ from graphopt.backends.costs import machine
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import numpy_dtype
 from graphopt.errors import GraphoptError
+from graphopt.runtime.arrays import aligned_array
 from graphopt.runtime.executable import Kernel
 
 IMPLEMENTATION = "graph.implementation"
@@ -87,7 +88,7 @@ def bound_implementation(group: Operation) -> str | None:
     return attribute.data if isinstance(attribute, StringAttr) else None
 
 
-def returns_outputs(implementation: Callable) -> bool:
+def _returns_outputs(implementation: Callable) -> bool:
     """Is `implementation` a function on NumPy arrays returning the outputs (rather than a
     Kernel object, called as kernel(inputs, outputs))?"""
     return inspect.isroutine(implementation) or isinstance(implementation, (functools.partial, np.ufunc))
@@ -110,8 +111,8 @@ class ImplementationBackend(Backend):
         kernel = _kernel(group, implementation)
         if getattr(kernel, "native", None) is not None:
             return None
-        inputs = [np.zeros(shape, dtype) for shape, dtype in map(_signature, group.operands)]
-        outputs = [np.zeros(shape, dtype) for shape, dtype in map(_signature, group.results)]
+        inputs = [aligned_array(np.zeros(shape, dtype)) for shape, dtype in map(_signature, group.operands)]
+        outputs = [aligned_array(np.zeros(shape, dtype)) for shape, dtype in map(_signature, group.results)]
         try:
             with np.errstate(all="ignore"):
                 kernel(inputs, outputs)
@@ -130,7 +131,7 @@ class ImplementationBackend(Backend):
 
 
 def _kernel(group: graph.FusedOp, implementation: Callable) -> Kernel:
-    if returns_outputs(implementation):
+    if _returns_outputs(implementation):
         return FunctionKernel(implementation, bound_implementation(group), group.group_name.data,
                               [_signature(r) for r in group.results])
     return implementation
