@@ -676,8 +676,8 @@ class PartitionPass(ModulePass):
         self._check_options(targets)
         names = _Names(op)
         for func in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
-            bindings = {op: bound for op in func.body.block.ops
-                        if isinstance(op, graph.FusedOp) and (bound := targets.binding(op)) is not None}
+            bindings = {group: bound for group in func.body.block.ops
+                        if isinstance(group, graph.FusedOp) and (bound := targets.binding(group)) is not None}
             flow = Dataflow(func.body.block, bound=bindings)
             partitioner = _Partitioner(self, flow, targets, bindings)
             placements = partitioner.greedy() if self.search == "greedy" else partitioner.by_cost()

@@ -6,6 +6,14 @@
 // RUN: graph-opt %s --fuse=mode=fallback --partition | filecheck %s
 // RUN: graph-opt %s --fuse=mode=fallback --partition=backends=blas,cpu | filecheck %s --check-prefix=BLAS
 // RUN: graph-opt %s --fuse=mode=fallback --partition=search=cost | filecheck %s --check-prefix=COST
+// RUN: graph-opt %S/../../../examples/mlp.mlir --fuse=mode=fallback --partition | filecheck %s --check-prefix=MLP
+
+// examples/mlp.mlir: both matmuls on cpu, none of its steps on the reference.
+// MLP-NOT:  backend = "reference"
+// MLP:      {name = "fused_matmul_add_relu_0.matmul_0", mode = "compile", backend = "cpu"}
+// MLP-NOT:  backend = "reference"
+// MLP:      {name = "fused_matmul_add_1.matmul_0", mode = "compile", backend = "cpu"}
+// MLP-NOT:  backend = "reference"
 
 // CHECK-LABEL: func.func @main
 // CHECK-NEXT:    %[[M:.*]] = graph.fused(%x, %w) {name = "fused_matmul_add_relu_0.matmul_0", mode = "compile", backend = "cpu"}
