@@ -229,6 +229,18 @@ def test_an_implementation_from_an_entry_point(monkeypatch):
         unregister_implementation("test_plugin_negative")
 
 
+def test_an_entry_point_that_does_not_load_is_a_clear_error(monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    from graphopt.backends import implementation
+
+    broken = EntryPoint(name="test_broken", value="no_such_package_here:kernel", group="graphopt.implementations")
+    monkeypatch.setattr(implementation, "entry_points", lambda group: [broken])
+    monkeypatch.setattr(implementation, "_plugins_loaded", False)
+    with pytest.raises(graphopt.GraphoptError, match=r"entry point 'test_broken' \(no_such_package_here:kernel\) does not load: ModuleNotFoundError"):
+        graphopt.compile(graphopt.parse(BOUND_IN_THE_IR))
+
+
 # ----------------------------------------------------------------------------------------
 # 5. Placement as data, and the strict mode
 # ----------------------------------------------------------------------------------------

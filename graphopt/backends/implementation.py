@@ -79,7 +79,12 @@ def _load_plugins() -> None:
     if not _plugins_loaded:
         _plugins_loaded = True
         for entry in entry_points(group="graphopt.implementations"):
-            _implementations.setdefault(entry.name, entry.load())
+            try:
+                implementation = entry.load()
+            except Exception as e:  # another package's code: say which entry point failed
+                raise GraphoptError(f"the graphopt.implementations entry point '{entry.name}' ({entry.value}) "
+                                    f"does not load: {type(e).__name__}: {e}") from None
+            _implementations.setdefault(entry.name, implementation)
 
 
 def bound_implementation(group: Operation) -> str | None:
