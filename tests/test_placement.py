@@ -69,9 +69,11 @@ def close_to_the_interpreter(exe, module, inputs) -> None:
 # ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("backends", [("cpu",), ("cpu", "blas"), ("blas", "cpu")])
+@pytest.mark.parametrize("backends", [("cpu",), ("cpu", "blas"), ("blas", "cpu"), ("ort", "cpu")])
 @pytest.mark.parametrize("search", ["greedy", "cost"])
 def test_the_mlp_in_fallback_mode_runs_its_matmuls_compiled(backends, search):
+    if "ort" in backends:
+        pytest.importorskip("onnxruntime")
     module = fused_in_fallback_mode(graphopt.parse(EXAMPLES / "mlp.mlir"))
     exe = graphopt.compile(module, backends=backends, search=search)
     placement = exe.placement()
