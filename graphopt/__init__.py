@@ -20,6 +20,7 @@ _EXPORTS = {
     "from_onnx": "graphopt.onnx_import",
     "interpret": "graphopt.interpreter",
     "parse": "graphopt.parsing",
+    "register_implementation": "graphopt.backends.implementation",
     "to_onnx": "graphopt.onnx_export",
 }
 """Public name -> the module defining it."""
