@@ -38,7 +38,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -59,7 +58,7 @@ from graphopt.backends.measure import cpu_model
 from graphopt.dialects import graph
 
 from cpu_codegen import numpy_layer_norm, numpy_softmax
-from timing import pyplot, thread_environment
+from timing import pyplot, results_per_thread_count
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from make_examples import small_normal, xavier_normal
@@ -475,15 +474,8 @@ def main() -> None:
     results = {**environment(), "repeat": args.repeat, "threads": {}}
     with tempfile.TemporaryDirectory() as scratch:
         cost_cache = args.cost_cache or str(Path(scratch) / "costs.json")
-        for threads in args.threads.split(","):
-            result_path = Path(scratch) / f"{threads}.json"
-            env = thread_environment(threads, str(result_path))
-            print(f"== {threads} thread(s) ==", flush=True)
-            only = ["--only", args.only] if args.only else []
-            subprocess.run([sys.executable, __file__, "--repeat", str(args.repeat), "--cost-cache", cost_cache, *only],
-                           env=env, check=True)
-            results["threads"][threads] = json.loads(result_path.read_text())
-            print(flush=True)
+        arguments = ["--repeat", str(args.repeat), "--cost-cache", cost_cache, *(["--only", args.only] if args.only else [])]
+        results["threads"] = results_per_thread_count(args.threads.split(","), arguments, scratch)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
         print(f"wrote {args.json}")
