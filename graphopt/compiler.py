@@ -5,6 +5,7 @@
     exe = graphopt.compile(module, backends=("cpu", "blas"), search="cost", measure=True)  # Collage
     (y,) = exe(x)                                         # NumPy arrays in, fresh arrays out
     print(exe.report())                                   # one line per step: where and how it runs
+    exe.save("model.gx"); exe = graphopt.load("model.gx")   # saved: no compile on load (same CPU)
 
 compile runs the pipeline `canonicalize,fuse,partition` (graph-opt --canonicalize --fuse
 --partition; `exe.pipeline` holds its text with options; with `fuse=False` no fuse, and a
@@ -15,12 +16,18 @@ not on the first backend asked for (its `graph.placement_reason`). The `Executab
 (graphopt/runtime) runs the steps; nothing after partitioning places anything. `threads`
 (default: the GRAPHOPT_THREADS environment variable, else the cores this process may run on) is
 how many threads a backend may use for one kernel.
+
+`exe.save(path)` writes the placed module, its constants and the backends' saved kernels
+(`graphopt/runtime/saved.py`); `load` builds the steps from the placed module and loads the
+kernels (the cpu backend's machine code) without compiling, or compiles them again for a
+backend that saves none, or for another host.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp, ReturnOp
@@ -35,6 +42,7 @@ from graphopt.dialects import graph
 from graphopt.errors import GraphoptError
 from graphopt.parsing import make_context
 from graphopt.runtime.executable import Executable, Step
+from graphopt.runtime.saved import SavedKernels, host_differences, read_saved
 from graphopt.transforms.canonicalize import CanonicalizePass
 from graphopt.transforms.fuse import FusePass
 from graphopt.transforms.partition import PLACEMENT_REASON
@@ -75,10 +83,38 @@ def compile(
             graph_pass.apply(ctx, module)
         except PassFailedException as e:
             raise GraphoptError(str(e)) from None
+    return _executable(module, entry, threads, pipeline, {})
+
+
+def load(path: str | os.PathLike, recompile: bool = True) -> Executable:
+    """The Executable that `exe.save(path)` saved: its steps straight from the placed module
+    (nothing is fused or placed again), each backend's kernels loaded from the file (the cpu
+    backend's machine code: no LLVM compile) or, for a backend that saves none, compiled.
+
+    Saved on another CPU, or with another graphopt, llvmlite or LLVM version: with `recompile`
+    every kernel is compiled again from the module (with a warning), else a GraphoptError says
+    what differs."""
+    saved = read_saved(path)
+    kernels = saved.kernels
+    differences = host_differences(saved.manifest)
+    if differences:
+        if not recompile:
+            raise GraphoptError(f"{path} was saved for another host: {'; '.join(differences)} (load with recompile=True)")
+        warnings.warn(f"{path} was saved for another host ({'; '.join(differences)}): compiling its kernels again",
+                      stacklevel=2)
+        kernels = {}
+    manifest = saved.manifest
+    return _executable(saved.module, manifest["entry"], manifest["threads"], manifest["pipeline"], kernels)
+
+
+def _executable(module: ModuleOp, entry: str, threads: int, pipeline: str,
+                saved: Mapping[str, SavedKernels]) -> Executable:
+    """The Executable of a placed module's `entry`: a step per group, with its kernel."""
     function = _entry_function(module, entry)
     steps = [placed_step(op) for op in function.body.block.ops if not isinstance(op, (graph.ConstantOp, ReturnOp))]
-    compile_kernels(steps, threads)
-    return Executable(module, function, steps, threads, pipeline)
+    compile_kernels(steps, threads, saved)
+    backends = {name: get_backend(name) for name in dict.fromkeys(step.backend for step in steps)}
+    return Executable(module, function, steps, threads, pipeline, backends)
 
 
 def placed_step(op: Operation) -> Step:
@@ -93,11 +129,17 @@ def placed_step(op: Operation) -> Step:
                 bytes_moved=work.bytes + work.constant_bytes)
 
 
-def compile_kernels(steps: Sequence[Step], threads: int) -> None:
-    """Give each step its kernel; the steps of one backend are compiled together."""
-    for backend in dict.fromkeys(s.backend for s in steps):
-        placed = [s for s in steps if s.backend == backend]
-        for step, kernel in zip(placed, get_backend(backend).compile([s.op for s in placed], threads), strict=True):
+def compile_kernels(steps: Sequence[Step], threads: int, saved: Mapping[str, SavedKernels] | None = None) -> None:
+    """Give each step its kernel; the steps of one backend are compiled together, or loaded
+    from its `saved` kernels (a saved Executable's)."""
+    for name in dict.fromkeys(s.backend for s in steps):
+        placed, backend = [s for s in steps if s.backend == name], get_backend(name)
+        groups = [s.op for s in placed]
+        if saved and name in saved:
+            kernels = backend.load_kernels(groups, saved[name], threads)
+        else:
+            kernels = backend.compile(groups, threads)
+        for step, kernel in zip(placed, kernels, strict=True):
             step.kernel = kernel
 
 
