@@ -104,7 +104,10 @@ def load(path: str | os.PathLike, recompile: bool = True) -> Executable:
                       stacklevel=2)
         kernels = {}
     manifest = saved.manifest
-    return _executable(saved.module, manifest["entry"], manifest["threads"], manifest["pipeline"], kernels)
+    try:
+        return _executable(saved.module, manifest["entry"], manifest["threads"], manifest["pipeline"], kernels)
+    except GraphoptError as e:
+        raise GraphoptError(f"{path}: {e}") from None
 
 
 def _executable(module: ModuleOp, entry: str, threads: int, pipeline: str,
@@ -136,7 +139,10 @@ def compile_kernels(steps: Sequence[Step], threads: int, saved: Mapping[str, Sav
         placed, backend = [s for s in steps if s.backend == name], get_backend(name)
         groups = [s.op for s in placed]
         if saved and name in saved:
-            kernels = backend.load_kernels(groups, saved[name], threads)
+            try:
+                kernels = backend.load_kernels(groups, saved[name], threads)
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+                raise GraphoptError(f"the saved {name} kernels are damaged ({type(e).__name__}: {e})") from None
         else:
             kernels = backend.compile(groups, threads)
         for step, kernel in zip(placed, kernels, strict=True):

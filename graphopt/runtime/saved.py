@@ -43,6 +43,8 @@ FORMAT = "graphopt-executable"
 FORMAT_VERSION = 1
 HOST_FIELDS = ("graphopt", "llvmlite", "llvm", "cpu", "cpu_features", "triple")
 """Manifest fields that must match this host for the saved machine code to be used."""
+MANIFEST_FIELDS = {"entry": str, "threads": int, "pipeline": str, "kernels": list}
+"""The manifest's own fields (besides the format and the host's) and their JSON types."""
 PLACEHOLDER = re.compile(r"graph\.constant dense<[^>\"]*>")
 """A zero splat as xDSL prints it after `graph.constant` (`dense<0.000000e+00>`, `dense<false>`)."""
 
@@ -64,6 +66,15 @@ class SavedModule:
     manifest: dict
     module: ModuleOp
     kernels: dict[str, SavedKernels]
+
+
+def is_saved_file(path: str | os.PathLike) -> bool:
+    """Does the file start as a zip does (as a saved Executable, whole or damaged)?"""
+    try:
+        with open(path, "rb") as file:
+            return file.read(4) == b"PK\x03\x04"
+    except OSError:
+        return False
 
 
 def host_manifest() -> dict:
@@ -114,6 +125,9 @@ def read_saved(path: str | os.PathLike) -> SavedModule:
             if manifest.get("version") != FORMAT_VERSION:
                 raise GraphoptError(f"{path}: saved in format version {manifest.get('version')}; "
                                     f"this graphopt reads version {FORMAT_VERSION} (compile and save the model again)")
+            for field, kind in MANIFEST_FIELDS.items():
+                if not isinstance(manifest.get(field), kind):
+                    raise GraphoptError(f"{path}: the manifest's {field!r} is not a {kind.__name__}")
             module = parse_text(archive.read("module.mlir").decode(), f"{path}:module.mlir")
             constants = _arrays(archive.read("constants.npz"))
             kernels = {
