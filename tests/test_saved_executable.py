@@ -110,6 +110,20 @@ def test_a_backend_without_saved_kernels_compiles_again(tmp_path):
     np.testing.assert_array_equal(loaded(*inputs)[0], exe(*inputs)[0])
 
 
+def test_constants_of_every_width_and_shape_survive(tmp_path):
+    b = GraphBuilder()
+    x = b.input("x", (4, 3))
+    mask = b.constant(np.array([[True, False, True]] * 4))
+    integers = b.constant(np.arange(12, dtype=np.int64).reshape(4, 3))
+    y = b.select(mask, b.mul(x, b.constant(np.float32(2.5))), b.cast(integers, "f32"))
+    exe = graphopt.compile(b.finish(y))
+    exe.save(tmp_path / "widths.gx")
+    loaded = graphopt.load(tmp_path / "widths.gx")
+    assert str(loaded.module) == str(exe.module)
+    inputs = inputs_of(exe)
+    np.testing.assert_array_equal(loaded(*inputs)[0], exe(*inputs)[0])
+
+
 def rewrite_manifest(path: Path, **fields) -> None:
     with zipfile.ZipFile(path) as archive:
         members = {name: archive.read(name) for name in archive.namelist()}
@@ -137,6 +151,9 @@ def test_another_format_version_is_refused(tmp_path):
     graphopt.compile(graphopt.parse(str(ROOT / "examples" / "mlp.mlir"))).save(path)
     rewrite_manifest(path, version=99)
     with pytest.raises(graphopt.GraphoptError, match="format version 99"):
+        graphopt.load(path)
+    rewrite_manifest(path, version=1, threads=0)
+    with pytest.raises(graphopt.GraphoptError, match="threads"):
         graphopt.load(path)
 
 

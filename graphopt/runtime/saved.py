@@ -128,6 +128,8 @@ def read_saved(path: str | os.PathLike) -> SavedModule:
             for field, kind in MANIFEST_FIELDS.items():
                 if not isinstance(manifest.get(field), kind):
                     raise GraphoptError(f"{path}: the manifest's {field!r} is not a {kind.__name__}")
+            if manifest["threads"] < 1:
+                raise GraphoptError(f"{path}: the manifest's threads must be at least 1, got {manifest['threads']}")
             module = parse_text(archive.read("module.mlir").decode(), f"{path}:module.mlir")
             constants = _arrays(archive.read("constants.npz"))
             kernels = {
