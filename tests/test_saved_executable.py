@@ -171,7 +171,9 @@ def damaged_files(tmp_path: Path) -> dict[str, Path]:
     for name, member, replacement in [("bad constants", "constants.npz", b"not an npz"),
                                       ("bad module", "module.mlir", b"%x = graph.nonsense"),
                                       ("bad manifest", "manifest.json", b"{"),
-                                      ("no machine code", "backends/cpu.npz", members["constants.npz"])]:
+                                      ("no machine code", "backends/cpu.npz", members["constants.npz"]),
+                                      ("unknown function", "backends/cpu.json",
+                                       members["backends/cpu.json"].replace(b'"functions": {"', b'"functions": {"nowhere_'))]:
         path = tmp_path / f"{name}.gx"
         with zipfile.ZipFile(path, "w") as archive:
             for other, content in members.items():

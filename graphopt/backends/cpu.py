@@ -28,11 +28,11 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 
 from graphopt.backends import Backend
-from graphopt.errors import GraphoptError
 from graphopt.backends.costs import machine
 from graphopt.transforms.work import group_ops
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy
+from graphopt.errors import GraphoptError
 from graphopt.lowering.convert_graph_to_linalg import kernel_names, lower_group
 from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR, Group, Unsupported
 from graphopt.lowering.linalg.schedule import packed_matmuls

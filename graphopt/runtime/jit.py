@@ -99,6 +99,7 @@ Signature = tuple[tuple[ArgumentSpec, ...], np.dtype | None]
 
 
 def signature_of(function_type: FunctionType) -> Signature:
+    """The signature of a kernel of this type."""
     results = function_type.outputs.data
     return tuple(ArgumentSpec.of(t) for t in function_type.inputs.data), scalar_type(results[0])[0] if results else None
 
@@ -189,9 +190,13 @@ class CompiledModule(Mapping[str, Kernel]):
             self._engine.finalize_object()
         except RuntimeError as e:  # llvmlite's errors: an object file that does not load
             raise GraphoptError(f"LLVM could not load the kernels {', '.join(signatures)}: {e}") from None
+        addresses = {name: self._engine.get_function_address(name) for name in signatures}
+        missing = [name for name, address in addresses.items() if not address]
+        if missing:
+            raise GraphoptError(f"the machine code has no function {', '.join(missing)}")
         self._kernels = MappingProxyType({
-            name: Kernel(name, self._engine.get_function_address(name), arguments, result,
-                         frozenset(entry.metadata["written"][name]), alignment, self)
+            name: Kernel(name, addresses[name], arguments, result, frozenset(entry.metadata["written"][name]), alignment,
+                         self)
             for name, (arguments, result) in signatures.items()
         })
 

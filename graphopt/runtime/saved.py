@@ -41,6 +41,8 @@ from graphopt.parsing import parse_text
 
 FORMAT = "graphopt-executable"
 FORMAT_VERSION = 1
+ZIP_MAGIC = b"PK\x03\x04"
+"""How a zip (so an .npz, and a saved Executable) starts."""
 HOST_FIELDS = ("graphopt", "llvmlite", "llvm", "cpu", "cpu_features", "triple")
 """Manifest fields that must match this host for the saved machine code to be used."""
 MANIFEST_FIELDS = {"entry": str, "threads": int, "pipeline": str, "kernels": list}
@@ -72,7 +74,7 @@ def is_saved_file(path: str | os.PathLike) -> bool:
     """Does the file start as a zip does (as a saved Executable, whole or damaged)?"""
     try:
         with open(path, "rb") as file:
-            return file.read(4) == b"PK\x03\x04"
+            return file.read(len(ZIP_MAGIC)) == ZIP_MAGIC
     except OSError:
         return False
 
@@ -172,5 +174,7 @@ def _npz(arrays: dict[str, np.ndarray]) -> bytes:
 
 
 def _arrays(data: bytes) -> dict[str, np.ndarray]:
+    if not data.startswith(ZIP_MAGIC):
+        raise ValueError("an array member is not an .npz")
     with np.load(io.BytesIO(data), allow_pickle=False) as npz:
         return {name: npz[name] for name in npz.files}
