@@ -124,6 +124,15 @@ def test_constants_of_every_width_and_shape_survive(tmp_path):
     np.testing.assert_array_equal(loaded(*inputs)[0], exe(*inputs)[0])
 
 
+def test_a_module_without_constants(tmp_path):
+    b = GraphBuilder()
+    x = b.input("x", (8,))
+    exe = graphopt.compile(b.finish(b.relu(x)))
+    exe.save(tmp_path / "relu.gx")
+    inputs = inputs_of(exe)
+    np.testing.assert_array_equal(graphopt.load(tmp_path / "relu.gx")(*inputs)[0], exe(*inputs)[0])
+
+
 def rewrite_manifest(path: Path, **fields) -> None:
     with zipfile.ZipFile(path) as archive:
         members = {name: archive.read(name) for name in archive.namelist()}

@@ -41,8 +41,8 @@ from graphopt.parsing import parse_text
 
 FORMAT = "graphopt-executable"
 FORMAT_VERSION = 1
-ZIP_MAGIC = b"PK\x03\x04"
-"""How a zip (so an .npz, and a saved Executable) starts."""
+ZIP_MAGIC = b"PK"
+"""How a zip (so an .npz, and a saved Executable) starts: a member's header, or an empty zip's end record."""
 HOST_FIELDS = ("graphopt", "llvmlite", "llvm", "cpu", "cpu_features", "triple")
 """Manifest fields that must match this host for the saved machine code to be used."""
 MANIFEST_FIELDS = {"entry": str, "threads": int, "pipeline": str, "kernels": list}
