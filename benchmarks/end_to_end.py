@@ -59,7 +59,7 @@ from graphopt.backends.measure import cpu_model
 from graphopt.dialects import graph
 
 from cpu_codegen import numpy_layer_norm, numpy_softmax
-from timing import thread_environment
+from timing import pyplot, thread_environment
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from make_examples import small_normal, xavier_normal
@@ -435,13 +435,9 @@ def environment() -> dict:
 
 def plot(results: dict, path: str) -> None:
     """One bar chart per thread count: each system's time over the fastest, per workload (log scale)."""
-    try:
-        import matplotlib
-    except ImportError:
-        print(f"matplotlib is not installed (pip install -e '.[plot]'): no {path}")
+    plt = pyplot(path)
+    if plt is None:
         return
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     tables = results["threads"]
     figure, axes = plt.subplots(len(tables), 1, figsize=(14, 4.5 * len(tables)), squeeze=False)

@@ -46,7 +46,7 @@ import onnx
 import graphopt
 
 from end_to_end import environment, graphopt_runner, onnxruntime_runner
-from timing import interleaved_medians, thread_environment
+from timing import interleaved_medians, pyplot, thread_environment
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from make_examples import small_normal, xavier_normal
@@ -193,13 +193,9 @@ def markdown_table(rows: dict[str, dict], threads: str) -> str:
 
 def plot(results: dict, path: str) -> None:
     """graphopt / ORT per model, one bar per thread count, a line at 1."""
-    try:
-        import matplotlib
-    except ImportError:
-        print(f"matplotlib is not installed (pip install -e '.[plot]'): no {path}")
+    plt = pyplot(path)
+    if plt is None:
         return
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     tables = results["threads"]
     names = list(next(iter(tables.values())))

@@ -72,3 +72,16 @@ def thread_environment(threads: int | str, result_path: str) -> dict[str, str]:
     needs; GRAPHOPT_BENCHMARK_RESULT, where the child writes its results."""
     return dict(os.environ, GRAPHOPT_BENCHMARK_RESULT=result_path, GRAPHOPT_THREADS=str(threads),
                 OPENBLAS_NUM_THREADS=str(threads), OPENBLAS_THREAD_TIMEOUT="4", OMP_WAIT_POLICY="PASSIVE")
+
+
+def pyplot(path: str):
+    """matplotlib.pyplot on the Agg backend, or None (saying so) when matplotlib is missing."""
+    try:
+        import matplotlib
+    except ImportError:
+        print(f"matplotlib is not installed (pip install -e '.[plot]'): no {path}")
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+
+    return matplotlib.pyplot

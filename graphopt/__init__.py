@@ -22,6 +22,7 @@ _EXPORTS = {
     "interpret": "graphopt.interpreter",
     "load": "graphopt.compiler",
     "parse": "graphopt.parsing",
+    "register_implementation": "graphopt.backends.implementation",
     "to_onnx": "graphopt.onnx_export",
 }
 """Public name -> the module defining it."""

@@ -216,3 +216,12 @@ def test_graph_run_saves_and_runs(tmp_path):
     with pytest.raises(SystemExit) as exit_:
         main([str(tmp_path / "damaged.gx")])
     assert exit_.value.code == 1
+
+
+def test_an_implementation_bound_by_compile_is_named_when_missing_on_load(tmp_path):
+    module = graphopt.parse(str(ROOT / "examples" / "mlp.mlir"))
+    exe = graphopt.compile(module, implementations={"fused_matmul_add_1": lambda x, w: x @ w})
+    assert "implementation" in [s.backend for s in exe.steps]
+    exe.save(tmp_path / "bound.gx")
+    with pytest.raises(graphopt.GraphoptError, match="implementation 'fused_matmul_add_1#[0-9]+', which is not registered"):
+        graphopt.load(tmp_path / "bound.gx")

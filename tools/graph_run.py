@@ -5,6 +5,7 @@
     graph-run model.mlir --inputs inputs.npz -o out.npz --entry main
     graph-run model.mlir --backend reference          # the interpreter instead of graphopt.compile
     graph-run model.mlir --check --report             # compiled vs interpreter, and where each step ran
+    graph-run model.mlir --no-fallback                # an error if a step would run on the interpreter
     graph-run model.mlir --print-llvm                 # the LLVM IR compile JIT-compiled (as graph-opt -t llvm)
     graph-run model.mlir --profile                    # each step's median time, GFLOP/s and GB/s
     graph-run model.mlir --save model.gx              # also save the compiled Executable (exe.save)
@@ -63,20 +64,22 @@ def run_module(
     report: IO[str] | None = None,
     llvm_ir: IO[str] | None = None,
     profile: IO[str] | None = None,
+    fallback: str = "reference",
     executable: graphopt.Executable | None = None,
     save: str | None = None,
 ) -> tuple[np.ndarray, ...]:
     """Execute function `entry` of `module` on `inputs`: the one place that picks how to run it.
 
     `backend` "cpu" runs `executable` (a loaded one), else `graphopt.compile(module, fuse=fuse)`
-    (its report goes to `report`, and it is saved to `save`), "reference" the interpreter. The
-    LLVM IR of the modules compile JIT-compiled goes to `llvm_ir`, the profile of the compiled
-    module on `inputs` (`Executable.profile`) to `profile`.
+    (its report goes to `report`, and it is saved to `save`), "reference" the interpreter;
+    `fallback` is compile's ("error": no step may run on the interpreter). The LLVM IR of the
+    modules compile JIT-compiled goes to `llvm_ir`, the profile of the compiled module on
+    `inputs` (`Executable.profile`) to `profile`.
     """
     if backend == "reference":
         return graphopt.interpret(module, *inputs, entry=entry)
     if executable is None:
-        executable = graphopt.compile(module, backends=(backend,), fuse=fuse, entry=entry)
+        executable = graphopt.compile(module, backends=(backend,), fuse=fuse, entry=entry, fallback=fallback)
     if save is not None:
         executable.save(save)
     if report is not None:
@@ -192,6 +195,10 @@ def parse_arguments(args: Sequence[str] | None) -> argparse.Namespace:
         f"(rtol {CHECK_TOLERANCE['rtol']:g}, atol {CHECK_TOLERANCE['atol']:g}); exit code 1 on a mismatch",
     )
     parser.add_argument("--no-fuse", action="store_true", help="compile one kernel per op")
+    parser.add_argument(
+        "--no-fallback", action="store_true",
+        help="fail, naming the op and each backend's refusal, if a step would run on the reference interpreter",
+    )
     parser.add_argument("--save", metavar="FILE", help="save the compiled Executable to FILE (graph-run FILE runs it)")
     parser.add_argument("--report", action="store_true", help="print the compile report: where each step runs and why")
     parser.add_argument(
@@ -208,6 +215,8 @@ def parse_arguments(args: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--report describes a compiled module; it needs the cpu backend")
     if options.profile and options.backend == "reference":
         parser.error("--profile times a compiled module; it needs the cpu backend")
+    if options.no_fallback and options.backend == "reference":
+        parser.error("--no-fallback refuses the reference interpreter; it needs the cpu backend")
     if options.print_llvm and (options.backend == "reference" or options.check):
         parser.error("--print-llvm shows a compiled module; it needs the cpu backend, without --check")
     if options.save and (options.backend == "reference" or options.check):
@@ -231,7 +240,7 @@ def main(args: Sequence[str] | None = None) -> None:
         llvm_ir = sys.stdout if options.print_llvm else None
         profile = sys.stdout if options.profile else None
         results = run_module(module, inputs, entry, options.backend, not options.no_fuse, report, llvm_ir,
-                             profile, executable, options.save)
+                             profile, "error" if options.no_fallback else "reference", executable, options.save)
         if options.print_llvm:
             return
         for i, result in enumerate(results):

@@ -96,10 +96,11 @@ def _load_builtin_and_plugins() -> None:
     from graphopt.backends.blas import BlasBackend
     from graphopt.backends.cpu import CpuBackend
     from graphopt.backends.cuda import CudaBackend
+    from graphopt.backends.implementation import ImplementationBackend
     from graphopt.backends.onnxruntime import OrtBackend
     from graphopt.backends.reference import ReferenceBackend
 
-    for backend in (CpuBackend(), BlasBackend(), CudaBackend(), OrtBackend(), ReferenceBackend()):
+    for backend in (CpuBackend(), BlasBackend(), CudaBackend(), OrtBackend(), ImplementationBackend(), ReferenceBackend()):
         _registry.setdefault(backend.name, backend)
     for entry in entry_points(group="graphopt.backends"):
         backend = entry.load()()

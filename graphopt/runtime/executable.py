@@ -80,6 +80,20 @@ class Step:
     (`profile` reads it)."""
 
 
+@dataclass(frozen=True)
+class StepPlacement:
+    """Where one step runs and why (`Executable.placement`)."""
+
+    step: str
+    """The step's name: its group's (`<group>.<op>_<n>` for an op of a fallback group)."""
+    ops: tuple[str, ...]
+    """The kinds of graph ops it computes, each once, in order, without `graph.`."""
+    backend: str
+    reason: str | None
+    """Why it is not on the first backend asked for (each earlier backend's refusal), or why it
+    is bound to its backend; None when it is on the first."""
+
+
 class Executable:
     """A compiled module: call it with NumPy arrays, one per argument of the entry function.
 
@@ -219,7 +233,7 @@ class Executable:
         medians = [statistics.median(samples) for samples in times]
         total = sum(medians) or 1.0  # no steps: a module that returns its arguments or constants
         rows = tuple(
-            StepProfile(step.name, step.backend, _op_kinds(step.op), seconds, seconds / total, step.flops, step.bytes_moved)
+            StepProfile(step.name, step.backend, op_kinds(step.op), seconds, seconds / total, step.flops, step.bytes_moved)
             for step, seconds in zip(self.steps, medians)
         )
         return Profile(rows, statistics.median(calls), repeat)
@@ -287,14 +301,21 @@ class Executable:
         the cpu backend's), once each, in step order: what `graph-opt -t llvm` prints."""
         return list(dict.fromkeys(s.kernel.llvm_ir for s in self.steps if hasattr(s.kernel, "llvm_ir")))
 
+    def placement(self) -> list[StepPlacement]:
+        """Where each step runs and why, in plan order, as data (what `report` prints).
+
+            [StepPlacement(step="fused_matmul_add_relu_0", ops=("matmul", "add", "relu"), backend="cpu", reason=None), ...]
+        """
+        return [StepPlacement(step.name, op_kinds(step.op), step.backend, step.reason) for step in self.steps]
+
     def report(self) -> str:
         """One line per step: its name, where it runs, the native run that calls it, and for a
         step not on the first backend asked for, why."""
         lines = []
-        for step in self.steps:
+        for step, placed in zip(self.steps, self.placement()):
             run = f"  [native run {step.native_run}]" if step.native_run is not None else ""
-            why = f"  ({step.reason})" if step.reason else ""
-            lines.append(f"{step.name:<40} {step.backend}{run}{why}")
+            why = f"  ({placed.reason})" if placed.reason else ""
+            lines.append(f"{placed.step:<40} {placed.backend}{run}{why}")
         return "\n".join(lines)
 
 
@@ -329,7 +350,7 @@ def _native(step: Step) -> NativeEntry | None:
     return getattr(step.kernel, "native", None)
 
 
-def _op_kinds(group: Operation) -> tuple[str, ...]:
+def op_kinds(group: Operation) -> tuple[str, ...]:
     """The kinds of graph ops a step's group computes, each once, in order, without `graph.`."""
     ops = group.body.block.ops if isinstance(group, graph.FusedOp) else [group]
     kinds = (op.name.removeprefix("graph.") for op in ops if not isinstance(op, (graph.ConstantOp, graph.YieldOp)))
