@@ -202,6 +202,8 @@ def test_damaged_files_give_one_error(tmp_path):
         assert str(path) in str(error.value), name
     with pytest.raises(graphopt.GraphoptError, match="no such file"):
         graphopt.load(tmp_path / "missing.gx")
+    with pytest.raises(graphopt.GraphoptError, match="cannot write"):
+        graphopt.compile(graphopt.parse(str(ROOT / "examples" / "mlp.mlir"))).save(tmp_path / "no-folder" / "mlp.gx")
 
 
 def test_graph_run_saves_and_runs(tmp_path):

@@ -108,13 +108,17 @@ def write_saved(path: str | os.PathLike, module: ModuleOp, entry: str, threads: 
         op.value = DenseIntOrFPElementsAttr(op.value.type, BytesAttr(bytes(numpy_dtype(op.value.get_element_type()).itemsize)))
     manifest = {"format": FORMAT, "version": FORMAT_VERSION, **host_manifest(), "threads": threads, "entry": entry,
                 "pipeline": pipeline, "kernels": sorted(kernels)}
-    with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr("manifest.json", json.dumps(manifest, indent=1))
-        archive.writestr("module.mlir", _hex_placeholders(str(module), values))
-        archive.writestr("constants.npz", _npz(dict(zip((f"arr_{i}" for i in range(len(values))), values))))
-        for name, saved in kernels.items():
-            archive.writestr(f"backends/{name}.json", json.dumps(saved.info))
-            archive.writestr(f"backends/{name}.npz", _npz(saved.arrays))
+    text = _hex_placeholders(str(module), values)
+    try:
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("manifest.json", json.dumps(manifest, indent=1))
+            archive.writestr("module.mlir", text)
+            archive.writestr("constants.npz", _npz(dict(zip((f"arr_{i}" for i in range(len(values))), values))))
+            for name, saved in kernels.items():
+                archive.writestr(f"backends/{name}.json", json.dumps(saved.info))
+                archive.writestr(f"backends/{name}.npz", _npz(saved.arrays))
+    except OSError as e:
+        raise GraphoptError(f"{path}: cannot write the saved Executable: {e.strerror or e}") from None
 
 
 def read_saved(path: str | os.PathLike) -> SavedModule:
@@ -160,7 +164,9 @@ def _restore_constants(path, module: ModuleOp, arrays: dict[str, np.ndarray]) ->
     if len(constants) != len(arrays):
         raise GraphoptError(f"{path}: {len(arrays)} constant values for {len(constants)} graph.constant ops")
     for index, op in enumerate(constants):
-        value = arrays[f"arr_{index}"]
+        value = arrays.get(f"arr_{index}")
+        if value is None:
+            raise GraphoptError(f"{path}: constants.npz has no arr_{index} for graph.constant #{index}")
         if value.shape != tuple(op.value.type.get_shape()) or value.dtype != numpy_dtype(op.value.get_element_type()):
             raise GraphoptError(f"{path}: constant #{index} is a {value.dtype}{list(value.shape)} array "
                                 f"for a graph.constant of type {op.value.type}")
