@@ -8,6 +8,7 @@
     (y,) = exe(x)                                         # NumPy arrays in, fresh arrays out
     print(exe.report())                                   # one line per step: where and how it runs
     exe.placement()                                       # the same as data: StepPlacement records
+    exe.save("model.gx"); exe = graphopt.load("model.gx")   # saved: no compile on load (same CPU)
 
 compile runs the pipeline `canonicalize,fuse,partition` (graph-opt --canonicalize --fuse
 --partition; `exe.pipeline` holds its text with options; with `fuse=False` no fuse, and a
@@ -23,12 +24,18 @@ how many threads a backend may use for one kernel.
 `graph.implementation` bound to its function or Kernel (`graphopt.backends.implementation`),
 so partition puts it whole on the `implementation` backend. `fallback="error"` makes a step
 that partition left on the reference interpreter an error that says why each backend refused it.
+
+`exe.save(path)` writes the placed module, its constants and the backends' saved kernels
+(`graphopt/runtime/saved.py`); `load` builds the steps from the placed module and loads the
+kernels (the cpu backend's machine code) without compiling, or compiles them again for a
+backend that saves none, or for another host.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
@@ -39,7 +46,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from graphopt.backends import get_backend
+from graphopt.backends import Backend, get_backend
 from graphopt.backends.implementation import IMPLEMENTATION, register_implementation, unregister_implementation
 from graphopt.transforms.work import group_work
 from graphopt.backends.measure import default_threads
@@ -48,6 +55,7 @@ from graphopt.dialects import graph
 from graphopt.errors import GraphoptError
 from graphopt.parsing import make_context
 from graphopt.runtime.executable import Executable, Step, op_kinds
+from graphopt.runtime.saved import SavedKernels, host_differences, read_saved
 from graphopt.transforms.canonicalize import CanonicalizePass
 from graphopt.transforms.fuse import FusePass
 from graphopt.transforms.partition import PLACEMENT_REASON
@@ -97,11 +105,46 @@ def compile(
     with _implementations_bound(_entry_function(module, entry), implementations or {}):
         _apply(placing, ctx, module)
         function = _entry_function(module, entry)
-        steps = [placed_step(op) for op in function.body.block.ops if not isinstance(op, (graph.ConstantOp, ReturnOp))]
+        steps = _placed_steps(function)
         if fallback == "error":
             _refuse_the_fallback(steps, entry)
         compile_kernels(steps, threads)
-    return Executable(module, function, steps, threads, pipeline)
+    return Executable(module, function, steps, threads, pipeline, _backends_of(steps))
+
+
+def load(path: str | os.PathLike, recompile: bool = True) -> Executable:
+    """The Executable that `exe.save(path)` saved: its steps straight from the placed module
+    (nothing is fused or placed again), each backend's kernels loaded from the file (the cpu
+    backend's machine code: no LLVM compile) or, for a backend that saves none, compiled.
+
+    Saved on another CPU, or with another graphopt, llvmlite or LLVM version: with `recompile`
+    every kernel is compiled again from the module (with a warning), else a GraphoptError says
+    what differs."""
+    saved = read_saved(path)
+    kernels, manifest = saved.kernels, saved.manifest
+    differences = host_differences(manifest)
+    if differences:
+        if not recompile:
+            raise GraphoptError(f"{path} was saved for another host: {'; '.join(differences)} (load with recompile=True)")
+        warnings.warn(f"{path} was saved for another host ({'; '.join(differences)}): compiling its kernels again",
+                      stacklevel=2)
+        kernels = {}
+    try:
+        function = _entry_function(saved.module, manifest["entry"])
+        steps = _placed_steps(function)
+        compile_kernels(steps, manifest["threads"], kernels)
+    except GraphoptError as e:
+        raise GraphoptError(f"{path}: {e}") from None
+    return Executable(saved.module, function, steps, manifest["threads"], manifest["pipeline"], _backends_of(steps))
+
+
+def _placed_steps(function: FuncOp) -> list[Step]:
+    return [placed_step(op) for op in function.body.block.ops if not isinstance(op, (graph.ConstantOp, ReturnOp))]
+
+
+def _backends_of(steps: Sequence[Step]) -> dict[str, Backend]:
+    """The backends the steps run on, by name (what `Executable.save` asks to save their kernels)."""
+    return {name: get_backend(name) for name in dict.fromkeys(step.backend for step in steps)}
 
 
 def _apply(graph_pass: ModulePass, ctx: Context, module: ModuleOp) -> None:
@@ -161,11 +204,20 @@ def placed_step(op: Operation) -> Step:
                 bytes_moved=work.bytes + work.constant_bytes)
 
 
-def compile_kernels(steps: Sequence[Step], threads: int) -> None:
-    """Give each step its kernel; the steps of one backend are compiled together."""
-    for backend in dict.fromkeys(s.backend for s in steps):
-        placed = [s for s in steps if s.backend == backend]
-        for step, kernel in zip(placed, get_backend(backend).compile([s.op for s in placed], threads), strict=True):
+def compile_kernels(steps: Sequence[Step], threads: int, saved: Mapping[str, SavedKernels] | None = None) -> None:
+    """Give each step its kernel; the steps of one backend are compiled together, or loaded
+    from its `saved` kernels (a saved Executable's)."""
+    for name in dict.fromkeys(s.backend for s in steps):
+        placed, backend = [s for s in steps if s.backend == name], get_backend(name)
+        groups = [s.op for s in placed]
+        if saved and name in saved:
+            try:
+                kernels = backend.load_kernels(groups, saved[name], threads)
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+                raise GraphoptError(f"the saved {name} kernels are damaged ({type(e).__name__}: {e})") from None
+        else:
+            kernels = backend.compile(groups, threads)
+        for step, kernel in zip(placed, kernels, strict=True):
             step.kernel = kernel
 
 

@@ -32,6 +32,7 @@ from graphopt.backends.costs import machine
 from graphopt.transforms.work import group_ops
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy
+from graphopt.errors import GraphoptError
 from graphopt.lowering.convert_graph_to_linalg import kernel_names, lower_group
 from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR, Group, Unsupported
 from graphopt.lowering.linalg.schedule import packed_matmuls
@@ -41,7 +42,9 @@ from graphopt.lowering.split_rows import row_chunks
 from graphopt.lowering.ukernels import declarations
 from graphopt.runtime.arrays import ALIGNMENT, aligned_array
 from graphopt.runtime.executable import Kernel, NativeEntry
-from graphopt.runtime.jit import ArgumentSpec, KernelArgumentError, compile_module
+from graphopt.runtime.jit import ArgumentSpec, CompiledModule, KernelArgumentError, compile_module
+from graphopt.runtime.kernel_cache import CacheEntry
+from graphopt.runtime.saved import SavedKernels
 from graphopt.runtime.thread_pool import ChunkedEntries, ChunkedKernel, ThreadPool, usable_cores
 
 MATMUL_SHARE_OF_BLAS = 0.45
@@ -89,11 +92,47 @@ class CpuBackend(Backend):
         code = code_names(module)
         plans: dict[str, KernelPlan] = {}
         for name, kernel, values in zip(names, kernels, constants):
-            plans[name] = plans[code[name]].sharing_code_with(name, values) if name in code else KernelPlan(kernel, values)
-        compiled = compile_module(module, alignment=ALIGNMENT)
-        chunked = [plan.chunked(compiled) for plan in plans.values() if plan.chunks]
-        entries = ChunkedEntries(ThreadPool.of(threads), chunked) if chunked else None
-        return [plan.bind(compiled, entries) for plan in plans.values()]
+            plans[name] = plans[code[name]].sharing_code_with(name, values) if name in code else KernelPlan.of(kernel, values)
+        return _bind(list(plans.values()), compile_module(module, alignment=ALIGNMENT), threads)
+
+    def save_kernels(self, kernels: Sequence[CpuKernel]) -> SavedKernels | None:
+        """The machine code of the kernels' module (the kernel cache's entry: object code, LLVM IR,
+        written arguments), each function's signature, and each kernel's plan (code name, row
+        chunks, row bytes) and constants (as packed)."""
+        compiled, entries = kernels[0].owners
+        if any(kernel.owners[0] is not compiled for kernel in kernels):
+            return None  # not one compile call's kernels: load compiles them again
+        functions = {name: {"arguments": [[str(a.dtype), a.shape] for a in kernel.arguments],
+                            "result": None if kernel.result is None else str(kernel.result)}
+                     for name, kernel in compiled.items()}
+        plans = [{"name": k.plan.name, "code": k.plan.code, "chunks": k.plan.chunks, "row_bytes": k.plan.row_bytes,
+                  "constants": len(k.plan.constants)} for k in kernels]
+        info = {"metadata": compiled.entry.metadata, "functions": functions, "plans": plans,
+                "threads": entries.pool.threads if entries is not None else 1}
+        arrays = {"machine_code": np.frombuffer(compiled.entry.machine_code, dtype=np.uint8)}
+        for index, kernel in enumerate(kernels):
+            arrays.update({f"kernel{index}_constant{i}": c for i, c in enumerate(kernel.plan.constants)})
+        return SavedKernels(info, arrays)
+
+    def load_kernels(self, groups: Sequence[Operation], saved: SavedKernels, threads: int) -> list[CpuKernel]:
+        """The saved machine code loaded into a new engine: no lowering, no LLVM optimization."""
+        info, arrays = saved.info, saved.arrays
+        if len(info["plans"]) != len(groups):
+            raise GraphoptError(f"the saved cpu kernels are {len(info['plans'])}, for {len(groups)} cpu groups")
+        signatures = {
+            name: (tuple(ArgumentSpec(np.dtype(dtype), None if shape is None else tuple(shape))
+                         for dtype, shape in function["arguments"]),
+                   None if function["result"] is None else np.dtype(function["result"]))
+            for name, function in info["functions"].items()
+        }
+        compiled = CompiledModule(CacheEntry(arrays["machine_code"].tobytes(), info["metadata"]), signatures, ALIGNMENT)
+        plans = [
+            KernelPlan(plan["name"], plan["code"], [aligned_array(arrays[f"kernel{index}_constant{i}"], alignment=ALIGNMENT)
+                                                   for i in range(plan["constants"])],
+                       [tuple(chunk) for chunk in plan["chunks"]], tuple(plan["row_bytes"]))
+            for index, plan in enumerate(info["plans"])
+        ]
+        return _bind(plans, compiled, info["threads"])
 
     def estimate(self, group: Operation) -> float:
         rates = machine()
@@ -122,14 +161,27 @@ class CpuBackend(Backend):
         return lower_group(group, name)
 
 
+def _bind(plans: Sequence[KernelPlan], compiled: CompiledModule, threads: int) -> list[CpuKernel]:
+    """The kernels of `plans`, whose code `compiled` holds; chunked ones run on the pool of `threads`."""
+    chunked = [plan.chunked(compiled) for plan in plans if plan.chunks]
+    entries = ChunkedEntries(ThreadPool.of(threads), chunked) if chunked else None
+    return [plan.bind(compiled, entries) for plan in plans]
+
+
 class KernelPlan:
     """One kernel after the `kernels` stage: its constant arguments and its row chunks."""
 
-    def __init__(self, kernel: FuncOp, constants: list[np.ndarray]):
-        self.name = self.code = kernel.sym_name.data
-        """The kernel's name, and the name of the compiled function holding its code."""
+    def __init__(self, name: str, code: str, constants: list[np.ndarray], chunks: list[tuple[str, int]],
+                 row_bytes: tuple[int, ...]):
+        self.name = name
+        self.code = code
+        """The name of the compiled function holding the kernel's code."""
         self.constants = constants
-        self.chunks, self.row_bytes = row_chunks(kernel)
+        self.chunks, self.row_bytes = chunks, row_bytes
+
+    @staticmethod
+    def of(kernel: FuncOp, constants: list[np.ndarray]) -> KernelPlan:
+        return KernelPlan(kernel.sym_name.data, kernel.sym_name.data, constants, *row_chunks(kernel))
 
     def sharing_code_with(self, name: str, constants: list[np.ndarray]) -> KernelPlan:
         """The plan of kernel `name`, an alias of this plan's (share-kernel-code): it runs this
@@ -138,14 +190,14 @@ class KernelPlan:
         plan.name, plan.constants = name, constants
         return plan
 
-    def chunked(self, compiled) -> ChunkedKernel:
+    def chunked(self, compiled: CompiledModule) -> ChunkedKernel:
         chunks = tuple((compiled[name].address, begin) for name, begin in self.chunks)
         return ChunkedKernel(self.name, self.row_bytes, chunks)
 
-    def bind(self, compiled, entries: ChunkedEntries | None) -> CpuKernel:
+    def bind(self, compiled: CompiledModule, entries: ChunkedEntries | None) -> CpuKernel:
         kernel = compiled[self.code]
         address = entries.address(self.name) if self.chunks else kernel.address
-        return CpuKernel(address, len(kernel.arguments), self.constants, self.chunks, (compiled, entries))
+        return CpuKernel(address, len(kernel.arguments), self, (compiled, entries))
 
 
 def _constant_arguments(kernel: FuncOp) -> list[np.ndarray]:
@@ -162,14 +214,15 @@ class CpuKernel:
     pool, on array addresses (the runtime checked shapes and dtypes). Either is `native`: the
     runtime may call it from native code."""
 
-    def __init__(self, address: int, arguments: int, constants, chunks, owners):
+    def __init__(self, address: int, arguments: int, plan: KernelPlan, owners):
         self.owners = owners  # keep the machine code of the kernel, its chunks and its entry alive
         self.llvm_ir = owners[0].llvm_ir
         """The LLVM IR (after O3) of the module JIT-compiled with this kernel."""
-        self.constants = constants
-        self.chunks = chunks
+        self.plan = plan
+        self.constants = plan.constants
+        self.chunks = plan.chunks
         """(chunk function, first row unit) of each row chunk (split-rows); none: one call."""
-        self.native = NativeEntry(address, tuple(constants))
+        self.native = NativeEntry(address, tuple(plan.constants))
         self.function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * arguments)(address)
 
     def __call__(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> None:

@@ -128,7 +128,18 @@ class ImplementationBackend(Backend):
         return None
 
     def compile(self, groups: Sequence[Operation], threads: int) -> list[Kernel]:
-        return [_kernel(group, registered_implementation(bound_implementation(group))) for group in groups]
+        """Each group's implementation; one no longer registered (a saved Executable loaded in
+        another process than the one `compile(implementations=...)` bound it in) is an error."""
+        kernels = []
+        for group in groups:
+            name = bound_implementation(group)
+            implementation = registered_implementation(name)
+            if implementation is None:
+                raise GraphoptError(f"group '{group.group_name.data}' is bound to implementation '{name}', which is not "
+                                    "registered in this process (register it with register_implementation before loading "
+                                    "a saved Executable that uses it)")
+            kernels.append(_kernel(group, implementation))
+        return kernels
 
     def estimate(self, group: Operation) -> float:
         """Unknown code: as NumPy op by op would run the group."""

@@ -5,6 +5,7 @@
     exe(x, out=(y,))                                       # or into preallocated arrays
     print(exe.report())                                    # each step: where it runs, and why
     print(exe.profile(x, repeat=20))                       # each step's median time, GFLOP/s, GB/s
+    exe.save("model.gx")                                   # graphopt.load("model.gx") runs it again
 
 Each step is one kernel launch, given with its backend and its compiled `Kernel`. Constants are
 materialized once. Intermediate buffers are planned once (a buffer is reused once the last step
@@ -18,10 +19,11 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import os
 import statistics
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -37,6 +39,7 @@ from graphopt.interpreter import check_arguments
 from graphopt.runtime.arrays import ALIGNMENT, aligned_array, aligned_empty
 from graphopt.runtime.jit import CallSequence, NativeCall
 from graphopt.runtime.profile import Profile, StepProfile
+from graphopt.runtime.saved import SavedKernels, write_saved
 
 
 class Kernel(Protocol):
@@ -97,13 +100,16 @@ class Executable:
     It is given its steps, each with its backend and compiled kernel (graphopt.compile makes
     them), and plans buffers and native runs; it places nothing and rewrites no IR."""
 
-    def __init__(self, module: ModuleOp, function: FuncOp, steps: list[Step], threads: int = 1, pipeline: str = ""):
+    def __init__(self, module: ModuleOp, function: FuncOp, steps: list[Step], threads: int = 1, pipeline: str = "",
+                 backends: Mapping[str, KernelSaver] | None = None):
         self.module = module
         self.function = function
         self.steps = steps
         self.threads = threads
         self.pipeline = pipeline
         """The graph-level passes that made `module`, as `graph-opt -p` text."""
+        self.backends = dict(backends or {})
+        """The backends of the steps, by name, for `save` (graphopt.compile gives them)."""
         self.constants: dict[SSAValue, np.ndarray] = {
             op.result: aligned_array(dense_to_numpy(op.value), alignment=ALIGNMENT)
             for op in function.body.block.ops if isinstance(op, graph.ConstantOp)
@@ -279,6 +285,17 @@ class Executable:
                 frame.bind(self.slots[value], view)
         return frame
 
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the placed module, its constants and each backend's saved kernels to one file
+        (`runtime/saved.py`) that `graphopt.load` runs without compiling on this host."""
+        kernels = {}
+        for name in dict.fromkeys(step.backend for step in self.steps):
+            backend = self.backends.get(name)
+            saved = backend.save_kernels([s.kernel for s in self.steps if s.backend == name]) if backend else None
+            if saved is not None:
+                kernels[name] = saved
+        write_saved(path, self.module, self.function.sym_name.data, self.threads, self.pipeline, kernels)
+
     def llvm_ir(self) -> list[str]:
         """The LLVM IR of each module JIT-compiled for the steps (kernels with an `llvm_ir`,
         the cpu backend's), once each, in step order: what `graph-opt -t llvm` prints."""
@@ -300,6 +317,12 @@ class Executable:
             why = f"  ({placed.reason})" if placed.reason else ""
             lines.append(f"{placed.step:<40} {placed.backend}{run}{why}")
         return "\n".join(lines)
+
+
+class KernelSaver(Protocol):
+    """What `save` asks of a backend (`graphopt.backends.Backend.save_kernels`)."""
+
+    def save_kernels(self, kernels: Sequence[Kernel]) -> SavedKernels | None: ...
 
 
 class Frame:
