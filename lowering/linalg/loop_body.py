@@ -159,8 +159,9 @@ class LoopBody:
         if value in self.kernel.buffers:
             return self.read(self.kernel.buffers[value], index)
         op = value.owner
-        if isinstance(op, graph.ConstantOp):
-            return self.constant(dense_to_numpy(op.value).reshape(-1)[0].item(), element_of(value))
+        if isinstance(op, graph.ConstantOp):  # a splat (one with no elements is never read: 0)
+            flat = dense_to_numpy(op.value).reshape(-1)
+            return self.constant(flat[0].item() if flat.size else 0, element_of(value))
         if op.name in INDEX_RULES:
             return self.value(op.operands[0], INDEX_RULES[op.name](op, index))
         if op.name in SELECTING_RULES:
