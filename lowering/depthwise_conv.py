@@ -1,0 +1,196 @@
+"""The depthwise convolution ukernel: an f32 conv2d with one input channel per group, read
+straight from x (no padded copy), vectorized over output columns.
+
+The cpu lowering calls a ukernel generated for the shapes, with the strides, dilations and
+top/left padding in its name (bottom/right padding follow from the shapes):
+
+    func.call @graphopt_sconv_depthwise_s2x2_d1x1_p1x1_1x96x112x112_96x1x3x3_1x96x56x56(%x, %w, %out)
+        : (memref<1x96x112x112xf32>, memref<96x1x3x3xf32>, memref<1x96x56x56xf32>) -> ()
+
+Output channel o reads input channel o / M (M = out channels / in channels, the channel
+multiplier). For each image and output channel, the ukernel runs the output rows in order;
+each row is a call of a row function for the window rows that fall inside x (top and bottom
+rows of the padding have their own). A row function broadcasts the KH x KW weights once, then
+computes the row in vectors of 16 output columns: one accumulator per vector, one FMA per
+window tap. A tap's 16 columns are one load of x at stride 1, and at stride 2 two loads
+whose even lanes a shuffle keeps. The padding costs no copy: a load that reaches past x's row
+is masked (the lanes outside read 0), and a window row outside x multiplies zeros, so that
+0 x inf weights give NaN as in the interpreter's padded einsum. The vectors whose taps are all
+inside the row run as a loop, the others are written out. The last vector of a row is stored
+under a mask.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import MemRefType, f32
+from xdsl.ir import Attribute
+
+from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, load, store
+
+PREFIX = "graphopt_sconv_depthwise"
+COLUMN_STRIDES = (1, 2)
+"""Column strides the ukernel reads with (one load, or two loads and a shuffle, per tap)."""
+
+
+def applies(x_type: Attribute, w_type: Attribute, out_type: Attribute, groups: int, strides: Sequence[int]) -> bool:
+    """Whether a conv2d of these types runs as the ukernel: f32, one input channel per group,
+    a column stride of 1 or 2."""
+    return (
+        all(t.get_element_type() == f32 for t in (x_type, w_type, out_type))
+        and groups == x_type.get_shape()[1]
+        and strides[1] in COLUMN_STRIDES
+    )
+
+
+def name(types: Sequence[MemRefType], strides: Sequence[int], dilations: Sequence[int], padding: Sequence[int]) -> str:
+    """The ukernel's name for a call on memrefs (x, w, out) with these conv2d attributes."""
+    (sh, sw), (dh, dw), (top, left) = strides, dilations, padding[:2]
+    shapes = "_".join("x".join(map(str, t.get_shape())) for t in types)
+    return f"{PREFIX}_s{sh}x{sw}_d{dh}x{dw}_p{top}x{left}_{shapes}"
+
+
+def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
+    """The name of the ukernel `name_` called on memrefs of other sizes (a chunk of its images)."""
+    strides, dilations, padding = _parameters(name_)
+    return name(types, strides, dilations, padding)
+
+
+def _parameters(name_: str) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+    match = re.match(rf"{PREFIX}_s(\d+)x(\d+)_d(\d+)x(\d+)_p(\d+)x(\d+)_", name_)
+    numbers = [int(group) for group in match.groups()]
+    return (numbers[0], numbers[1]), (numbers[2], numbers[3]), (numbers[4], numbers[5])
+
+
+def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
+    """LLVM IR defining `void @name_(ptr x, ptr w, ptr out)` for these memref types."""
+    return _Ukernel(name_, types).text()
+
+
+class _Ukernel(LLVMText):
+    def __init__(self, name_: str, types: Sequence[MemRefType]):
+        super().__init__()
+        self.name = name_
+        (self.sh, self.sw), (self.dh, self.dw), (self.top, self.left) = _parameters(name_)
+        x, w, out = (t.get_shape() for t in types)
+        self.batch, self.channels, self.height, self.width = x
+        self.out_channels, _, self.kernel_h, self.kernel_w = w
+        _, _, self.out_h, self.out_w = out
+        self.multiplier = self.out_channels // self.channels
+        self.vectors = -(-self.out_w // VECTOR)
+        self.row_kinds: set[tuple[bool, ...]] = set()
+
+    def text(self) -> str:
+        self._main()
+        for rows_inside in sorted(self.row_kinds):
+            self._row(rows_inside)
+        return self.ir()
+
+    # --- one output row, for the window rows inside x (`rows_inside`, one flag per kh) ---
+
+    def _row_name(self, rows_inside: tuple[bool, ...]) -> str:
+        return f"@{self.name}.row{''.join(str(int(inside)) for inside in rows_inside)}"
+
+    def _row(self, rows_inside: tuple[bool, ...]) -> None:
+        """`void row(ptr x, ptr w, ptr out)`: x points at the input row of window row 0 (maybe
+        outside x), w at the channel's weights, out at the output row."""
+        self.define(f"define internal void {self._row_name(rows_inside)}(ptr %x, ptr %w, ptr %out) {{")
+        weights = {}
+        for tap in range(self.kernel_h * self.kernel_w):
+            scalar = self.value(f"load float, ptr {self.pointer('%w', tap)}, align 4")
+            weights[divmod(tap, self.kernel_w)] = f"%w.{tap}"
+            self.lines += broadcast(f"%w.{tap}", scalar)
+        inside = [v for v in range(self.vectors) if self._inside(v)]
+        first, last = (inside[0], inside[-1] + 1) if inside else (self.vectors, self.vectors)
+        for v in range(first):
+            self._vector(v, v, rows_inside, weights)
+        self.loop(last - first, lambda i: self._vector(self.value(f"add i64 {i}, {first}"), first, rows_inside, weights))
+        for v in range(last, self.vectors):
+            self._vector(v, v, rows_inside, weights)
+        self.end()
+
+    def _inside(self, v: int) -> bool:
+        """Whether every tap of output vector v reads 16 x sw columns inside x's row, and all 16 are stored."""
+        start = v * VECTOR * self.sw - self.left
+        end = start + (self.kernel_w - 1) * self.dw + VECTOR * self.sw
+        return start >= 0 and end <= self.width and (v + 1) * VECTOR <= self.out_w
+
+    def _vector(self, v: int | str, like: int, rows_inside: tuple[bool, ...], weights: dict) -> None:
+        """out[16 v : 16 v + 16] of the row; `v` an index value (in the loop over inside vectors)
+        or a number, `like` a vector whose masks it shares."""
+        x = self.pointer("%x", v if isinstance(v, int) and v == 0 else self.value(f"mul i64 {v}, {VECTOR * self.sw}"))
+        accumulator = "zeroinitializer"
+        for (kh, kw), weight in weights.items():
+            if rows_inside[kh]:
+                pixel = self._pixels(x, like, kh, kw)
+            else:
+                pixel = "zeroinitializer"
+            total = self.fresh()
+            self.emit(fma(total, weight, pixel, accumulator))
+            accumulator = total
+        out = self.pointer("%out", v if isinstance(v, int) and v == 0 else self.value(f"mul i64 {v}, {VECTOR}"))
+        self.emit(store(accumulator, out, min(VECTOR, self.out_w - like * VECTOR)))
+
+    def _pixels(self, x: str, like: int, kh: int, kw: int) -> str:
+        """Tap (kh, kw)'s 16 columns (every sw-th of 16 x sw) for the vector at `x`, whose masks are vector `like`'s."""
+        row, column = kh * self.dh * self.width, kw * self.dw - self.left
+        start = like * VECTOR * self.sw + column
+        pieces = []
+        for piece in range(self.sw):
+            lanes = [0 <= start + piece * VECTOR + lane < self.width for lane in range(VECTOR)]
+            if not any(lanes):
+                pieces.append("zeroinitializer")
+                continue
+            pointer = self.pointer(x, row + column + piece * VECTOR)
+            pieces.append(self.fresh())
+            self.emit(load(pieces[-1], pointer, lanes))
+        if self.sw == 1:
+            return pieces[0]
+        even = ", ".join(f"i32 {2 * lane}" for lane in range(VECTOR))
+        return self.value(f"shufflevector {VECTOR_TYPE} {pieces[0]}, {VECTOR_TYPE} {pieces[1]}, <16 x i32> <{even}>")
+
+    # --- the ukernel: loops over images, output channels and rows ---
+
+    def _main(self) -> None:
+        self.define(f"define void @{self.name}(ptr noalias %x, ptr noalias %w, ptr noalias %out) {{")
+        plane, out_plane = self.height * self.width, self.out_h * self.out_w
+
+        def image(n: str) -> None:
+            n_x = self.value(f"mul i64 {n}, {self.channels}")
+            n_out = self.value(f"mul i64 {n}, {self.out_channels}")
+            self.loop(self.out_channels, lambda o: self._channel(n_x, n_out, o, plane, out_plane))
+
+        self.loop(self.batch, image)
+        self.end()
+
+    def _channel(self, n_x: str, n_out: str, o: str, plane: int, out_plane: int) -> None:
+        """Output channel o of the image whose first input and output channels are n_x and n_out."""
+        c = self.value(f"udiv i64 {o}, {self.multiplier}")
+        x_c = self.pointer("%x", self.value(f"mul i64 {self.value(f'add i64 {n_x}, {c}')}, {plane}"))
+        w_o = self.pointer("%w", self.value(f"mul i64 {o}, {self.kernel_h * self.kernel_w}"))
+        out_o = self.pointer("%out", self.value(f"mul i64 {self.value(f'add i64 {n_out}, {o}')}, {out_plane}"))
+        for first, count, rows_inside in self._row_runs():
+            self.row_kinds.add(rows_inside)
+
+            def row(i: str, first: int = first, rows_inside: tuple[bool, ...] = rows_inside) -> None:
+                oh = self.value(f"add i64 {i}, {first}")
+                x_row = self.value(f"mul i64 {oh}, {self.sh * self.width}")
+                x_at = self.pointer(x_c, self.value(f"sub i64 {x_row}, {self.top * self.width}"))
+                out_at = self.pointer(out_o, self.value(f"mul i64 {oh}, {self.out_w}"))
+                self.emit(f"  call void {self._row_name(rows_inside)}(ptr {x_at}, ptr {w_o}, ptr {out_at})")
+
+            self.loop(count, row)
+
+    def _row_runs(self) -> list[tuple[int, int, tuple[bool, ...]]]:
+        """(first output row, rows, window rows inside x) for each run of consecutive output rows
+        whose window rows fall inside x alike."""
+        runs: list[tuple[int, int, tuple[bool, ...]]] = []
+        for oh in range(self.out_h):
+            rows_inside = tuple(0 <= oh * self.sh - self.top + kh * self.dh < self.height for kh in range(self.kernel_h))
+            if runs and runs[-1][2] == rows_inside:
+                runs[-1] = (runs[-1][0], runs[-1][1] + 1, rows_inside)
+            else:
+                runs.append((oh, 1, rows_inside))
+        return runs
