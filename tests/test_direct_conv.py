@@ -166,6 +166,24 @@ def test_zero_pad_in_the_group_folds_into_padding(
     )
 
 
+@pytest.mark.parametrize(
+    "x_shape, w_shape, strides, groups",
+    [
+        ((2, 24, 9, 11), (24, 8, 3, 3), (1, 1), 3),  # RegNet's group width 8
+        ((1, 16, 10, 21), (32, 8, 3, 3), (2, 2), 2),  # 16 output channels per group: two tiles
+        ((3, 12, 7, 5), (6, 4, 4, 4), (1, 2), 3),  # 2 output channels per group
+        ((1, 192, 5, 7), (24, 64, 1, 1), (1, 1), 3),  # ShuffleNet's grouped 1x1
+    ],
+)
+def test_grouped_convs_match_interpreter(x_shape, w_shape, strides, groups):
+    """Each group reads its own input channels and writes its own output channels."""
+    module = conv_layer(
+        x_shape, sample(w_shape, seed=1, specials=False), strides, padding=(1, 0, 1, 2), groups=groups
+    )
+    assert len(direct_calls(module)) == 1
+    check_compiled(module, sample(x_shape), threads=2)
+
+
 @pytest.mark.parametrize("specials_in", ["x", "w"])
 @pytest.mark.parametrize(
     "x_shape, w_shape, padding",
@@ -223,7 +241,7 @@ def test_any_deep_conv_matches_interpreter(conv, seed):
     check_compiled(module, rng.standard_normal(x_shape).astype(np.float32))
 
 
-def test_only_deep_f32_ungrouped_convs_are_ukernels():
+def test_only_deep_f32_convs_are_ukernels():
     def calls(x_shape, w_shape, dtype="f32", groups=1):
         return direct_calls(
             conv_layer(x_shape, sample(w_shape, dtype, specials=False), groups=groups)
@@ -232,7 +250,8 @@ def test_only_deep_f32_ungrouped_convs_are_ukernels():
     assert len(calls((1, 16, 6, 6), (4, 16, 2, 2))) == 1  # depth 64
     assert calls((1, 7, 6, 6), (4, 7, 3, 3)) == []  # depth 63
     assert calls((1, 1, 28, 28), (8, 1, 5, 5)) == []  # MNIST's first conv: depth 25
-    assert calls((1, 32, 6, 6), (4, 16, 3, 3), groups=2) == []  # depth 144 per group
+    assert len(calls((1, 32, 6, 6), (4, 16, 3, 3), groups=2)) == 1  # depth 144 per group
+    assert calls((1, 32, 6, 6), (8, 4, 3, 3), groups=8) == []  # depth 36 per group
     assert calls((1, 16, 6, 6), (4, 16, 3, 3), "f64") == []
 
 

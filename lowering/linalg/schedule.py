@@ -90,7 +90,7 @@ class CpuSchedule(PlainSchedule):
         return packed_matmuls(group)
 
     def direct_conv(self, op: graph.Conv2dOp) -> bool:
-        return direct_conv.applies(op.x.type, op.w.type, op.result.type, op.get("groups"))
+        return direct_conv.applies(op.x.type, op.w.type, op.result.type)
 
     def depthwise_conv(self, op: graph.Conv2dOp) -> bool:
         return depthwise_conv.applies(op.x.type, op.w.type, op.result.type, op.get("groups"), op.get("strides"))
