@@ -96,3 +96,20 @@ def test_chunk_name_keeps_the_attributes():
     name = depthwise_conv.name(types, (2, 2), (1, 1), (1, 0, 1, 0))
     chunk = [MemRefType(f32, (1, *t.get_shape()[1:])) if i != 1 else t for i, t in enumerate(types)]
     assert depthwise_conv.chunk_name(name, chunk) == "graphopt_sconv_depthwise_s2x2_d1x1_p1x0_1x8x9x9_16x1x3x3_1x16x5x5"
+
+
+def test_row_blocks_and_flat_planes():
+    """Stride 1 runs blocks of 4 output rows; a small 'same' stride-1 plane runs as one flat
+    row of vectors across its rows; stride 2 runs single rows."""
+
+    def functions(x, w, strides, padding, out):
+        types = [MemRefType(f32, shape) for shape in (x, w, out)]
+        name = depthwise_conv.name(types, strides, (1, 1), padding)
+        ir = depthwise_conv.ukernel_ir(name, types)
+        return {line.split("@")[1].split("(")[0].removeprefix(name) for line in ir.splitlines() if line.startswith("define")}
+
+    assert functions((1, 8, 7, 7), (8, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 8, 7, 7)) == {"", ".plane"}
+    assert functions((1, 8, 56, 56), (8, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 8, 56, 56)) == {
+        "", ".rows4_011111", ".rows4_111111", ".rows4_111110"
+    }
+    assert functions((1, 8, 56, 56), (8, 1, 3, 3), (2, 2), (1, 1, 1, 1), (1, 8, 28, 28)) == {"", ".rows1_011", ".rows1_111"}
