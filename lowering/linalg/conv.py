@@ -56,11 +56,11 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> None:
     `phases` holds x, zero-padded, split by the strides (sh, sw) into phases (a, b), each a
     flat array of rows of R = ceil(padded width / sw) (`_conv_phases`; stride 1: one phase, the
     padded x with its rows flattened), so every tap reads x at stride 1. On the CPU, an f32
-    conv of one group whose window is deep enough (`direct_conv.applies`) calls the direct
-    convolution ukernel on the phases (with `direct_conv.SLACK` floats more), which keeps its
-    output tiles in registers. An f32 depthwise conv (one input channel per group,
-    `depthwise_conv.applies`) calls the depthwise ukernel on x itself, with no copy. Otherwise the innermost loop runs over all output rows at once,
-    contiguous in x and in a flat accumulator:
+    depthwise conv (one input channel per group, `depthwise_conv.applies`) calls the depthwise
+    ukernel on x itself, with no copy; an f32 conv whose window is deep enough for a group
+    (`direct_conv.applies`) calls the direct convolution ukernel on the phases (with
+    `direct_conv.SLACK` floats more), which keeps its output tiles in registers. Otherwise the
+    innermost loop runs over all output rows at once, contiguous in x and in a flat accumulator:
 
     - acc[n, o, oh * R + ow] += phases[n, c, (kh dh) mod sh, (kw dw) mod sw, oh * R + ow + shift(kh, kw)]
       * w[o, c, kh, kw], looping (n, o / B, c, kh, p) over the OH * R positions p (those with
