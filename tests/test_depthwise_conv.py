@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from graphopt.dialects.shapes import conv2d
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from graphopt.lowering import depthwise_conv
 from test_compile_anchors import array
 from test_conv_pool_kernels import check_group, group_module, split_small_kernels  # noqa: F401 (a fixture)
@@ -113,3 +115,29 @@ def test_row_blocks_and_flat_planes():
         "", ".rows4_011111", ".rows4_111111", ".rows4_111110"
     }
     assert functions((1, 8, 56, 56), (8, 1, 3, 3), (2, 2), (1, 1, 1, 1), (1, 8, 28, 28)) == {"", ".rows1_011", ".rows1_111"}
+
+
+@st.composite
+def depthwise_convs(draw):
+    """x, w, strides, dilations and padding of a depthwise conv2d (column stride 1 or 2)."""
+    kernel = (draw(st.integers(1, 5)), draw(st.integers(1, 5)))
+    strides = (draw(st.integers(1, 3)), draw(st.integers(1, 2)))
+    dilations = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    padding = tuple(draw(st.integers(0, 3)) for _ in range(4))
+    sizes = []
+    for k, s, d, before, after in zip(kernel, strides, dilations, padding[:2], padding[2:]):
+        out, extra = draw(st.integers(1, 40)), draw(st.integers(0, s - 1))
+        sizes.append(max(1, (out - 1) * s + (k - 1) * d + 1 - before - after + extra))
+    channels = draw(st.integers(1, 4))
+    w = (channels * draw(st.integers(1, 3)), 1, *kernel)
+    return (draw(st.integers(1, 3)), channels, *sizes), w, strides, dilations, padding
+
+
+@settings(max_examples=12, deadline=None)
+@given(conv=depthwise_convs())
+def test_any_depthwise_conv_matches_interpreter(conv):
+    x, w, strides, dilations, padding = conv
+    module, bias = depthwise_group(x, w, strides, dilations, padding, "bias")
+    (name,) = ukernel_calls(module)
+    assert name.startswith(f"{depthwise_conv.PREFIX}_")
+    check_group(module, [sample(x), sample(w, seed=1, specials=False), sample(bias, seed=2)])
