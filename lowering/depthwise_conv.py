@@ -8,16 +8,19 @@ top/left padding in its name (bottom/right padding follow from the shapes):
         : (memref<1x96x112x112xf32>, memref<96x1x3x3xf32>, memref<1x96x56x56xf32>) -> ()
 
 Output channel o reads input channel o / M (M = out channels / in channels, the channel
-multiplier). For each image and output channel, the ukernel runs the output rows in order;
-each row is a call of a row function for the window rows that fall inside x (top and bottom
-rows of the padding have their own). A row function broadcasts the KH x KW weights once, then
-computes the row in vectors of 16 output columns: one accumulator per vector, one FMA per
-window tap. A tap's 16 columns are one load of x at stride 1, and at stride 2 two loads
-whose even lanes a shuffle keeps. The padding costs no copy: a load that reaches past x's row
-is masked (the lanes outside read 0), and a window row outside x multiplies zeros, so that
-0 x inf weights give NaN as in the interpreter's padded einsum. The vectors whose taps are all
-inside the row run as a loop, the others are written out. The last vector of a row is stored
-under a mask.
+multiplier; a conv of one input channel and groups 1 is one too). For each image and output
+channel the ukernel runs blocks of ROWS output rows, each a call of a block function made for
+the input rows of the block that lie inside x (the blocks at the top and bottom padding have
+their own). A block function broadcasts the KH x KW weights once, then computes its rows in
+vectors of 16 output columns: one accumulator per row, and for each input row the block reads
+and each kw, one load of the tap's columns that feeds an FMA into every row that reads it. A
+tap's 16 columns are one load of x at stride 1, and at stride 2 two loads whose even lanes a
+shuffle keeps. The padding costs no copy: a load that reaches past x's row is masked (the lanes
+outside read 0), and an input row outside x multiplies zeros, so that 0 x inf weights give NaN
+as in the interpreter's zero-padded windows. The vectors whose taps all lie inside the row run
+as a loop, the others are written out; the last vector of a row is stored under a mask. A
+small plane of a stride-1 conv whose output has x's size (FLAT_PLANE) runs as one flat row of
+vectors across its rows instead (`_plane`).
 """
 
 from __future__ import annotations
@@ -124,7 +127,8 @@ class _Ukernel(LLVMText):
             for (kh, kw), weight in weights.items():
                 rows, columns = kh * self.dh - self.top, kw * self.dw - self.left
                 lanes = [
-                    p < plane and 0 <= p // self.width + rows < self.height and 0 <= p % self.width + columns < self.width
+                    p < plane and 0 <= p // self.width + rows < self.height
+                    and 0 <= p % self.width + columns < self.width
                     for p in range(v * VECTOR, (v + 1) * VECTOR)
                 ]
                 pixels = "zeroinitializer"
@@ -150,7 +154,11 @@ class _Ukernel(LLVMText):
         first, last = (full[0], full[-1] + 1) if full else (self.vectors, self.vectors)
         for v in range(first):
             self._vector(v, v, rows, inside, weights)
-        self.loop(last - first, lambda i: self._vector(self.value(f"add i64 {i}, {first}"), first, rows, inside, weights))
+
+        def full_vector(i: str) -> None:
+            self._vector(self.value(f"add i64 {i}, {first}"), first, rows, inside, weights)
+
+        self.loop(last - first, full_vector)
         for v in range(last, self.vectors):
             self._vector(v, v, rows, inside, weights)
         self.end()
@@ -188,7 +196,8 @@ class _Ukernel(LLVMText):
         return rest == 0 and 0 <= kh < self.kernel_h
 
     def _pixels(self, x: str, like: int, i: int, kw: int) -> str:
-        """Tap kw's 16 columns (every sw-th of 16 x sw) of input row i for the vector at `x`, whose masks are vector `like`'s."""
+        """Tap kw's 16 columns (every sw-th of 16 x sw) of input row i for the vector at `x`,
+        whose masks are vector `like`'s."""
         column = kw * self.dw - self.left
         start = like * VECTOR * self.sw + column
         pieces = []
@@ -222,7 +231,8 @@ class _Ukernel(LLVMText):
         c = self.value(f"udiv i64 {o}, {self.multiplier}")
         x_c = self.pointer("%x", self.value(f"mul i64 {self.value(f'add i64 {n_x}, {c}')}, {self.height * self.width}"))
         w_o = self.pointer("%w", self.value(f"mul i64 {o}, {self.kernel_h * self.kernel_w}"))
-        out_o = self.pointer("%out", self.value(f"mul i64 {self.value(f'add i64 {n_out}, {o}')}, {self.out_h * self.out_w}"))
+        out_c = self.value(f"add i64 {n_out}, {o}")
+        out_o = self.pointer("%out", self.value(f"mul i64 {out_c}, {self.out_h * self.out_w}"))
         if self.flat:
             self.emit(f"  call void @{self.name}.plane(ptr {x_c}, ptr {w_o}, ptr {out_o})")
             return

@@ -21,8 +21,9 @@ the loop nest (`_lower_conv2d`). Since 2026-11-25 every f32 conv that is not dep
 per group), however shallow its window: on one thread the ukernel ran 2.2-3.6x the loop nest's
 speed on 1x1s of 4, 8, 16, 24 and 32 channels, 1.56x on a 3->32 3x3 stem, 1.85-2.35x on grouped
 1x1s of 6, 28 and 34 channels per group and 1.31-1.39x on 3x3s of 2 and 4 channels per group.
-The loop nest stays for non-f32 convs. A grouped conv (w's C is the channels of a group: groups = phases' C / w's C) runs each
-group as a conv of its own: channel tiles stay inside a group, and read its input channels.
+The loop nest stays for non-f32 convs. A grouped conv (w's C is the channels of a group:
+groups = phases' C / w's C) runs each group as a conv of its own: channel tiles stay inside a
+group, and read its input channels.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ past the row's last output column."""
 
 
 def applies(x_type: Attribute, w_type: Attribute, out_type: Attribute) -> bool:
-    """Whether a conv2d of these types (not a depthwise one, which the schedule asks about first) runs as the ukernel: f32."""
+    """Whether a conv2d of these types runs as the ukernel: f32 (the schedule asks
+    `depthwise_conv.applies` first)."""
     return all(t.get_element_type() == f32 for t in (x_type, w_type, out_type))
 
 
@@ -154,14 +156,19 @@ class _Ukernel(LLVMText):
         window = self.kernel_h * self.kernel_w
 
         def image(n: str) -> None:
-            x_n = self.pointer("%x", self.value(f"mul i64 {n}, {self.conv_groups * self.channels * self.sh * self.sw * self.length}"))
+            phase_channel = self.sh * self.sw * self.length
+            x_n = self.pointer("%x", self.value(f"mul i64 {n}, {self.conv_groups * self.channels * phase_channel}"))
             out_n = self.pointer("%out", self.value(f"mul i64 {n}, {self.out_channels * self.out_h * self.out_w}"))
             group_out = self.out_channels // self.conv_groups
 
             def conv_group(g: str) -> None:
-                x_g = self.pointer(x_n, self.value(f"mul i64 {g}, {self.channels * self.sh * self.sw * self.length}"))
+                x_g = self.pointer(x_n, self.value(f"mul i64 {g}, {self.channels * phase_channel}"))
                 first = self.value(f"mul i64 {g}, {group_out}")
-                self._tiled(group_out, OUT_CHANNELS, lambda o, ocs: channel_tile(x_g, self.value(f"add i64 {first}, {o}"), ocs))
+
+                def tile(o: str, ocs: int) -> None:
+                    channel_tile(x_g, self.value(f"add i64 {first}, {o}"), ocs)
+
+                self._tiled(group_out, OUT_CHANNELS, tile)
 
             def channel_tile(x_g: str, o: str, ocs: int) -> None:
                 w_o = self.pointer("%w", self.value(f"mul i64 {o}, {self.channels * window}"))

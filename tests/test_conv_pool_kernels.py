@@ -1,6 +1,7 @@
 """conv2d and pooling groups as the cpu backend compiles them (one thread, and split by rows over
 two), against the interpreter: the conv schedule over stride phases with its blocks of output
-channels (the ukernels turned off) and a zero pad folded into its padding (by canonicalize, as compile runs it), and pooling with an elementwise prologue."""
+channels (also with the ukernels turned off) and a zero pad folded into its padding (by
+canonicalize, as compile runs it), and pooling with an elementwise prologue."""
 
 from __future__ import annotations
 
@@ -107,10 +108,13 @@ def test_conv2d_loop_nest(x, w, strides, dilations, padding, groups, monkeypatch
     monkeypatch.setattr(direct_conv, "applies", lambda *types: False)
     monkeypatch.setattr(depthwise_conv, "applies", lambda *types: False)
     out = conv2d(x, w, strides, dilations, padding, groups)
-    attributes = f"strides = {array(strides)}, dilations = {array(dilations)}, groups = {groups} : i64, padding = {array(padding)}"
+    attributes = (
+        f"strides = {array(strides)}, dilations = {array(dilations)}, groups = {groups} : i64, padding = {array(padding)}"
+    )
     body = f"    %y = graph.conv2d %a0, %a1 {{{attributes}}} : ({tensor(x)}, {tensor(w)}) -> {tensor(out)}\n"
     module = group_module([x, w], body, out)
-    assert "graphopt_sconv" not in str(lower_group(next(op for op in module.walk() if isinstance(op, graph.FusedOp)), "k"))
+    group = next(op for op in module.walk() if isinstance(op, graph.FusedOp))
+    assert "graphopt_sconv" not in str(lower_group(group, "k"))
     check_group(module, [sample(x), sample(w, seed=1, specials=False)], atol=1e-4)  # sums of up to 200 products
 
 
