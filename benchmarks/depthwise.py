@@ -6,7 +6,7 @@ against the conv2d loop nest and ONNX Runtime, one thread.
 Each shape is an ONNX model, Conv (group = channels, w and bias initializers) then the
 activation (Clip 0..6, x * Sigmoid(x), or none), imported by graphopt.from_onnx and compiled
 by graphopt.compile(backends=("cpu",)) twice: as the lowering chooses (the depthwise ukernel,
-lowering/depthwise_conv.py) and with the ukernel turned off (the stride-phase loop nest); ORT
+lowering/depthwise_conv.py) and with the conv ukernels turned off (the stride-phase loop nest); ORT
 runs the same model (end_to_end.onnxruntime_runner: I/O binding, all graph optimizations).
 The three run in alternating blocks of calls (benchmarks/timing.py). Prints medians, GB/s
 (bytes of x, out, w and bias over the median) and the time of the loop nest and of ORT over
@@ -25,7 +25,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import graphopt
-from graphopt.lowering import depthwise_conv
+from graphopt.lowering import depthwise_conv, direct_conv
 from graphopt.runtime.arrays import aligned_array
 
 from end_to_end import graphopt_runner, onnxruntime_runner
@@ -69,12 +69,16 @@ def depthwise_model(channels: int, size: int, stride: int, activation: str) -> o
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def never(*types) -> bool:
+    return False
+
+
 def compare(channels: int, size: int, stride: int, activation: str, seconds: float) -> str:
     model = depthwise_model(channels, size, stride, activation)
     x = aligned_array(np.random.default_rng(1).standard_normal((1, channels, size, size)).astype(np.float32))
     module = graphopt.from_onnx(model)
     ukernel = graphopt.compile(module, backends=("cpu",), threads=1)
-    with mock.patch.object(depthwise_conv, "applies", lambda *arguments: False):
+    with mock.patch.object(depthwise_conv, "applies", never), mock.patch.object(direct_conv, "applies", never):
         loops = graphopt.compile(graphopt.from_onnx(model), backends=("cpu",), threads=1)
     calls = {
         "ukernel": graphopt_runner(ukernel, [x]),

@@ -18,9 +18,7 @@ tap's 16 columns are one load of x at stride 1, and at stride 2 two loads whose 
 shuffle keeps. The padding costs no copy: a load that reaches past x's row is masked (the lanes
 outside read 0), and an input row outside x multiplies zeros, so that 0 x inf weights give NaN
 as in the interpreter's zero-padded windows. The vectors whose taps all lie inside the row run
-as a loop, the others are written out; the last vector of a row is stored under a mask. A
-small plane of a stride-1 conv whose output has x's size (FLAT_PLANE) runs as one flat row of
-vectors across its rows instead (`_plane`).
+as a loop, the others are written out; the last vector of a row is stored under a mask.
 """
 
 from __future__ import annotations
@@ -36,10 +34,11 @@ from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast
 PREFIX = "graphopt_sconv_depthwise"
 ROWS = {1: 4}
 """Output rows computed together, by row stride (1 for the others): each input row they share
-is loaded once. Picked by measurement on MobileNet-v2's shapes: at stride 1, 4 rows ran
-1.1-1.3x faster than 1 (8 no faster); at stride 2, 2 rows ran slower than 1."""
-FLAT_PLANE = 256
-"""Outputs of a plane up to which a 'same' stride-1 conv runs as one flat row (below)."""
+is loaded once. Picked by measurement on MobileNet-v2's shapes (one thread, interleaved): at
+stride 1, 4 rows ran 1.1-1.5x faster than 1 (8: within 10% of 4); at stride 2, 2 rows ran
+1.02-1.11x, within the noise. A 'flat' variant of the small stride-1 planes (vectors of 16
+consecutive outputs across rows, 4 vectors for a 7x7 plane instead of 7 of 7 lanes) ran
+1.08x slower than blocks of 4 rows on 960x7x7 and 1.4x slower on 14x14."""
 COLUMN_STRIDES = (1, 2)
 """Column strides the ukernel reads with (one load, or two loads and a shuffle, per tap)."""
 
@@ -90,17 +89,11 @@ class _Ukernel(LLVMText):
         self.multiplier = self.out_channels // self.channels
         self.vectors = -(-self.out_w // VECTOR)
         self.blocks: set[tuple[int, tuple[bool, ...]]] = set()
-        self.flat = (
-            (self.sh, self.sw) == (1, 1) and (self.out_h, self.out_w) == (self.height, self.width)
-            and self.out_h * self.out_w <= FLAT_PLANE
-        )
 
     def text(self) -> str:
         self._main()
         for rows, inside in sorted(self.blocks):
             self._block(rows, inside)
-        if self.flat:
-            self._plane()
         return self.ir()
 
     def _weights(self) -> dict[tuple[int, int], str]:
@@ -111,34 +104,6 @@ class _Ukernel(LLVMText):
             weights[divmod(tap, self.kernel_w)] = f"%w.{tap}"
             self.lines += broadcast(f"%w.{tap}", scalar)
         return weights
-
-    # --- a small plane of a stride-1 conv whose output is x's size, as one flat row ---
-
-    def _plane(self) -> None:
-        """`void plane(ptr x, ptr w, ptr out)`: the output plane in vectors of 16 consecutive
-        outputs, across rows (a 7x7 plane: 4 vectors, not 7 of 7 lanes). Output p reads x at
-        p + (kh dh - top) W + kw dw - left, so each tap is one load, masked to the lanes whose
-        input lies inside x's plane (the others read 0, as the padding)."""
-        self.define(f"define internal void @{self.name}.plane(ptr %x, ptr %w, ptr %out) {{")
-        weights = self._weights()
-        plane = self.out_h * self.out_w
-        for v in range(-(-plane // VECTOR)):
-            total = "zeroinitializer"
-            for (kh, kw), weight in weights.items():
-                rows, columns = kh * self.dh - self.top, kw * self.dw - self.left
-                lanes = [
-                    p < plane and 0 <= p // self.width + rows < self.height
-                    and 0 <= p % self.width + columns < self.width
-                    for p in range(v * VECTOR, (v + 1) * VECTOR)
-                ]
-                pixels = "zeroinitializer"
-                if any(lanes):
-                    pixels = self.fresh()
-                    self.emit(load(pixels, self.pointer("%x", v * VECTOR + rows * self.width + columns), lanes))
-                accumulator, total = total, self.fresh()
-                self.emit(fma(total, weight, pixels, accumulator))
-            self.emit(store(total, self.pointer("%out", v * VECTOR), min(VECTOR, plane - v * VECTOR)))
-        self.end()
 
     # --- a block of output rows, for the input rows it reads that lie inside x (`inside`) ---
 
@@ -233,9 +198,6 @@ class _Ukernel(LLVMText):
         w_o = self.pointer("%w", self.value(f"mul i64 {o}, {self.kernel_h * self.kernel_w}"))
         out_c = self.value(f"add i64 {n_out}, {o}")
         out_o = self.pointer("%out", self.value(f"mul i64 {out_c}, {self.out_h * self.out_w}"))
-        if self.flat:
-            self.emit(f"  call void @{self.name}.plane(ptr {x_c}, ptr {w_o}, ptr {out_o})")
-            return
         for first, count, rows, inside in self._block_runs():
             self.blocks.add((rows, inside))
 
