@@ -144,8 +144,8 @@ class _Ukernel(LLVMText):
             readers = [(r, (i - r * self.sh) // self.dh) for r in range(rows) if self._reads(r, i)]
             if not readers:
                 continue
-            for kw in range(self.kernel_w):
-                pixels = self._pixels(x, like, i, kw) if row_inside else "zeroinitializer"
+            taps = self._row_taps(x, like, i) if row_inside else ["zeroinitializer"] * self.kernel_w
+            for kw, pixels in enumerate(taps):
                 for r, kh in readers:
                     total = self.fresh()
                     self.emit(fma(total, weights[kh, kw], pixels, sums[r]))
@@ -160,23 +160,54 @@ class _Ukernel(LLVMText):
         kh, rest = divmod(i - r * self.sh, self.dh)
         return rest == 0 and 0 <= kh < self.kernel_h
 
-    def _pixels(self, x: str, like: int, i: int, kw: int) -> str:
-        """Tap kw's 16 columns (every sw-th of 16 x sw) of input row i for the vector at `x`,
-        whose masks are vector `like`'s."""
-        column = kw * self.dw - self.left
-        start = like * VECTOR * self.sw + column
-        pieces = []
-        for piece in range(self.sw):
-            lanes = [0 <= start + piece * VECTOR + lane < self.width for lane in range(VECTOR)]
-            if not any(lanes):
-                pieces.append("zeroinitializer")
-                continue
-            pieces.append(self.fresh())
-            self.emit(load(pieces[-1], self.pointer(x, i * self.width + column + piece * VECTOR), lanes))
+    def _row_taps(self, x: str, like: int, i: int) -> list[str]:
+        """Each tap kw's 16 columns (every sw-th) of input row i for the vector at `x`, whose
+        masks are vector `like`'s. At stride 1, one load per tap. At stride 2, the row's columns
+        are loaded once in pieces of 16 and split into even and odd columns; a tap is one of
+        those, shifted by whole lanes."""
+        start = like * VECTOR * self.sw - self.left
+        offsets = [kw * self.dw for kw in range(self.kernel_w)]
+        row = i * self.width - self.left
         if self.sw == 1:
-            return pieces[0]
-        even = ", ".join(f"i32 {2 * lane}" for lane in range(VECTOR))
-        return self.value(f"shufflevector {VECTOR_TYPE} {pieces[0]}, {VECTOR_TYPE} {pieces[1]}, <16 x i32> <{even}>")
+            return [
+                self._load(self.pointer(x, row + offset), [0 <= start + offset + lane < self.width for lane in range(VECTOR)])
+                for offset in offsets
+            ]
+        needed = (VECTOR - 1) * self.sw + offsets[-1] + 1  # floats of the row the taps read
+        pieces = []
+        for piece in range(-(-needed // VECTOR)):
+            lanes = [
+                piece * VECTOR + lane < needed and 0 <= start + piece * VECTOR + lane < self.width
+                for lane in range(VECTOR)
+            ]
+            pieces.append(self._load(self.pointer(x, row + piece * VECTOR), lanes))
+        pieces += ["zeroinitializer"] * (len(pieces) % 2)
+        halves = {
+            parity: [
+                self._shuffle(pieces[k], pieces[k + 1], [2 * lane + parity for lane in range(VECTOR)])
+                for k in range(0, len(pieces), 2)
+            ]
+            for parity in (0, 1)
+        }
+        taps = []
+        for offset in offsets:
+            shift, (first, *rest) = offset // 2, halves[offset % 2]
+            second = rest[0] if rest else "zeroinitializer"
+            taps.append(first if shift == 0 else self._shuffle(first, second, [shift + lane for lane in range(VECTOR)]))
+        return taps
+
+    def _load(self, pointer: str, lanes: list[bool]) -> str:
+        """The floats at `pointer` in `lanes` (0 in the others; no load when none)."""
+        if not any(lanes):
+            return "zeroinitializer"
+        loaded = self.fresh()
+        self.emit(load(loaded, pointer, lanes))
+        return loaded
+
+    def _shuffle(self, first: str, second: str, lanes: list[int]) -> str:
+        """The vector of lanes `lanes` of first and second concatenated (32 lanes)."""
+        indices = ", ".join(f"i32 {lane}" for lane in lanes)
+        return self.value(f"shufflevector {VECTOR_TYPE} {first}, {VECTOR_TYPE} {second}, <16 x i32> <{indices}>")
 
     # --- the ukernel: loops over images, output channels and blocks of rows ---
 
