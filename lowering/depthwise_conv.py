@@ -14,8 +14,9 @@ the input rows of the block that lie inside x (the blocks at the top and bottom 
 their own). A block function broadcasts the KH x KW weights once, then computes its rows in
 vectors of 16 output columns: one accumulator per row, and for each input row the block reads
 and each kw, one load of the tap's columns that feeds an FMA into every row that reads it. A
-tap's 16 columns are one load of x at stride 1, and at stride 2 two loads whose even lanes a
-shuffle keeps. The padding costs no copy: a load that reaches past x's row is masked (the lanes
+tap's 16 columns are one load of x at stride 1; at stride 2 each input row's 32 + columns
+are loaded once, split into even and odd columns by two shuffles, and each tap is one of
+those shifted by whole lanes (one more shuffle). The padding costs no copy: a load that reaches past x's row is masked (the lanes
 outside read 0), and an input row outside x multiplies zeros, so that 0 x inf weights give NaN
 as in the interpreter's zero-padded windows. The vectors whose taps all lie inside the row run
 as a loop, the others are written out; the last vector of a row is stored under a mask.
@@ -35,8 +36,8 @@ PREFIX = "graphopt_sconv_depthwise"
 ROWS = {1: 4}
 """Output rows computed together, by row stride (1 for the others): each input row they share
 is loaded once. Picked by measurement on MobileNet-v2's shapes (one thread, interleaved): at
-stride 1, 4 rows ran 1.1-1.5x faster than 1 (8: within 10% of 4); at stride 2, 2 rows ran
-1.02-1.11x, within the noise. A 'flat' variant of the small stride-1 planes (vectors of 16
+stride 1, 4 rows ran 1.1-1.5x faster than 1 (8: within 10% of 4); at stride 2, 2 or 3 rows
+ran 0.95-1.11x the speed of 1. A 'flat' variant of the small stride-1 planes (vectors of 16
 consecutive outputs across rows, 4 vectors for a 7x7 plane instead of 7 of 7 lanes) ran
 1.08x slower than blocks of 4 rows on 960x7x7 and 1.4x slower on 14x14."""
 COLUMN_STRIDES = (1, 2)
