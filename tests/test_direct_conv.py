@@ -207,9 +207,10 @@ def test_nan_inf_and_signed_zeros_match_interpreter(
 
 @st.composite
 def ukernel_convs(draw):
-    """x, w, strides, dilations and padding of a conv2d of 2 to 20 input channels (one group)."""
+    """x, w, strides, dilations, padding and groups of a conv2d of 2 to 12 input channels per group."""
     kernel = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
-    channels = draw(st.integers(2, 20))
+    groups = draw(st.integers(1, 3))
+    channels = draw(st.integers(2, 12)) * groups
     strides = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
     dilations = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
     padding = tuple(draw(st.integers(0, 2)) for _ in range(4))
@@ -219,23 +220,24 @@ def ukernel_convs(draw):
     ):
         out, extra = draw(st.integers(1, 20)), draw(st.integers(0, s - 1))
         sizes.append(max(1, (out - 1) * s + (k - 1) * d + 1 - before - after + extra))
-    w_shape = (draw(st.integers(1, 12)), channels, *kernel)
+    w_shape = (draw(st.integers(1, 6)) * groups, channels // groups, *kernel)
     return (
         (draw(st.integers(1, 2)), channels, *sizes),
         w_shape,
         strides,
         dilations,
         padding,
+        groups,
     )
 
 
 @settings(max_examples=10, deadline=None)
 @given(conv=ukernel_convs(), seed=st.integers(0, 2**16))
 def test_any_ukernel_conv_matches_interpreter(conv, seed):
-    x_shape, w_shape, strides, dilations, padding = conv
+    x_shape, w_shape, strides, dilations, padding, groups = conv
     rng = np.random.default_rng(seed)
     w = rng.standard_normal(w_shape).astype(np.float32)
-    module = conv_layer(x_shape, w, strides, dilations, padding)
+    module = conv_layer(x_shape, w, strides, dilations, padding, groups)
     assert len(direct_calls(module)) == 1
     check_compiled(module, rng.standard_normal(x_shape).astype(np.float32))
 
