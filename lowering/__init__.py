@@ -8,6 +8,7 @@ from graphopt.pass_registry import lazy_passes
 
 PASSES = {
     "convert-graph-to-linalg": ("convert_graph_to_linalg", "ConvertGraphToLinalgPass"),
+    "pack-weights": ("pack_weights", "PackWeightsPass"),
     "share-kernel-code": ("share_kernel_code", "ShareKernelCodePass"),
     "mark-row-local": ("mark_row_local", "MarkRowLocalPass"),
     "split-rows": ("split_rows", "SplitRowsPass"),

@@ -175,12 +175,13 @@ def replace_module_contents(module: ModuleOp, ops: list[Operation]) -> None:
 
 
 def lower_group(
-    op: Operation, name: str | None = None, schedule: PlainSchedule = SCHEDULES["cpu"], pack_weights: bool = True
+    op: Operation, name: str | None = None, schedule: PlainSchedule = SCHEDULES["cpu"]
 ) -> func.FuncOp:
     """The kernel of a `graph.fused` or of a single graph op (named `name`, default: the group's).
 
-    Without `pack_weights`, the packed GEMM's panel arguments carry no value (`Kernel.finish`):
-    enough to tell whether and how the group lowers, not to run it.
+    A matmul run as the packed GEMM takes its b packed in an argument that names b
+    (`graph.pack_panels`): the pack-weights pass packs it, so lowering a group to see whether
+    it lowers packs nothing.
 
     `schedule` is the CPU's, or the plain one-output loop nests (for the CUDA lowering, which
     tiles matmuls and reduces rows itself). Raises Unsupported with the reason when the group cannot be lowered.
@@ -192,16 +193,16 @@ def lower_group(
         _lower_anchored(kernel, heavy[0])
     else:
         _lower_elementwise(kernel)
-    function = kernel.finish(pack_weights)
+    function = kernel.finish()
     work = group_work(op)
     function.attributes[WORK_ATTR] = IntegerAttr(max(work.flops, work.bytes // 4), i64)
     return function
 
 
 def supports(op: Operation) -> str | None:
-    """None when `lower_group(op)` makes a kernel, else the reason it cannot (packing no weights)."""
+    """None when `lower_group(op)` makes a kernel, else the reason it cannot."""
     try:
-        lower_group(op, pack_weights=False)
+        lower_group(op)
     except Unsupported as e:
         return str(e)
     return None

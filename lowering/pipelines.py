@@ -4,14 +4,15 @@ Each stage is xDSL pass-pipeline text, the text `graph-opt -p` takes, parsed aga
 and graphopt's lowering passes (which graph-opt registers too). The cpu backend, the JIT, the cuda backend's PTX and graph-opt's
 `--lower-to-linalg`, `--lower-to-llvm`, `-t llvm` and `-t ptx` all run these stages:
 
-    CPU.spec("to-kernels", "kernels")         # "convert-graph-to-linalg{backend=cpu},share-kernel-code,mark-row-local,split-rows{...}"
+    CPU.spec("to-kernels", "weights", "kernels")  # "convert-graph-to-linalg{backend=cpu},pack-weights,share-kernel-code,..."
     CPU.apply(module, "llvm", alignment=16)   # kernels -> llvm dialect, in place
 
 CPU stages: `to-kernels` (@main's groups -> one func.func per group on memrefs, linalg),
-`kernels` (what the cpu backend adds to the kernels: one function for kernels with the same
+`weights` (pack the packed GEMM's constant b), `kernels` (what the cpu backend adds to the kernels: one function for kernels with the same
 code, row-local marks, and with `threads` > 1 (default 1) row chunks of large kernels), `llvm` (-> llvm dialect; `alignment`:
 bytes promised for kernel pointer arguments). The cpu backend lowers the groups it is given
-one by one, as `to-kernels` does for @main's, then runs `kernels` (with its threads) and `llvm`.
+one by one, as `to-kernels` does for @main's, then runs `weights`, `kernels` (with its
+threads) and `llvm`.
 CUDA stages: `to-kernels` (-> cuda kernels and host launchers), `nvvm` (the device kernels
 -> llvm dialect with NVVM intrinsics).
 """
@@ -63,6 +64,7 @@ CPU = Target(
     "cpu",
     {
         "to-kernels": "convert-graph-to-linalg{{backend=cpu}}",
+        "weights": "pack-weights",
         "kernels": "share-kernel-code,mark-row-local,split-rows{{threads={threads} min-work={min_work}}}",
         "llvm": ",".join([
             "linalg-generalize-named-ops",

@@ -165,3 +165,26 @@ def test_kernels_differing_only_in_weights_compile_apart():
     for seed in (1, 2):
         module = dense_layer((3, 8), sample((8, 16), seed=seed, specials=False))
         np.testing.assert_allclose(graphopt.compile(module)(x)[0], graphopt.interpret(module, x)[0], rtol=1e-5)
+
+
+def test_placing_packs_no_weight_and_compiling_packs_each_once(monkeypatch):
+    """cpu's supports() lowers the group (and keeps it for compile) without packing b; the
+    pack-weights pass packs it when the group compiles."""
+    from graphopt.lowering import pack_weights
+
+    packed = []
+    monkeypatch.setattr(pack_weights.packed_gemm, "pack_panels", lambda b: packed.append(b.shape) or pack_panels(b))
+    b = GraphBuilder()
+    x = b.input("x", (8, 96))
+    weights = np.full((96, 80), 0.25, np.float32) + np.eye(96, 80, dtype=np.float32)
+    module = b.finish(b.relu(b.matmul(x, b.constant(weights))))
+    FusePass().apply(Context(), module)
+    group = next(op for op in module.walk() if isinstance(op, graph.FusedOp))
+    cpu = get_backend("cpu")
+    assert cpu.supports(group) is None and packed == []
+    (kernel,) = cpu.compile([group], threads=1)
+    assert packed == [(96, 80)]
+    data = np.random.default_rng(0).standard_normal((8, 96)).astype(np.float32)
+    out = aligned_empty((8, 80))
+    kernel([data, weights], [out])  # the group reads the constant as an input; its kernel, the packed panels
+    np.testing.assert_allclose(out, graphopt.interpret(module, data)[0], rtol=1e-5, atol=1e-5)

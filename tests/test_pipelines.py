@@ -26,7 +26,7 @@ def test_stages_are_graph_opt_pipeline_text():
     assert [p.alignment for p in CPU.pipeline("llvm", alignment=32).passes if p.name == "convert-func-to-llvm"] == [32]
     assert CUDA.pipeline("to-kernels", "nvvm").passes[-1].name == "reconcile-unrealized-casts"
     tool = graph_opt.GraphOptMain(["--lower-to-llvm"])
-    assert tool.args.passes == CPU.spec("to-kernels", "kernels", "llvm", alignment=ALIGNMENT)
+    assert tool.args.passes == CPU.spec("to-kernels", "weights", "kernels", "llvm", alignment=ALIGNMENT)
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)

@@ -68,11 +68,11 @@ PASS_FLAGS: dict[str, str] = {
 
 STAGE_FLAGS: dict[str, tuple[str, str]] = {
     "lower-to-linalg": (
-        CPU.spec("to-kernels", "kernels"),
+        CPU.spec("to-kernels", "weights", "kernels"),
         "stop at the kernels: one func.func on memrefs (linalg) per group, as compile builds them",
     ),
     "lower-to-llvm": (
-        CPU.spec("to-kernels", "kernels", "llvm", alignment=ALIGNMENT),
+        CPU.spec("to-kernels", "weights", "kernels", "llvm", alignment=ALIGNMENT),
         "stop at the kernels in the llvm dialect, as compile lowers them",
     ),
 }
@@ -159,7 +159,7 @@ class OptimizedLLVMTarget(Target):
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         if any(op.dialect_name() == Graph.name for op in module.walk()):
-            CPU.apply(module, "to-kernels", "kernels")
+            CPU.apply(module, "to-kernels", "weights", "kernels")
         output.write(optimized_llvm_ir(module, ALIGNMENT))
 
 

@@ -87,8 +87,9 @@ class CpuBackend(Backend):
         threads = min(threads, usable_cores())
         names = kernel_names(groups)
         kernels = [self._kernel(group, name) for group, name in zip(groups, names)]
-        constants = [_constant_arguments(kernel) for kernel in kernels]
-        module = CPU.apply(ModuleOp(kernels + declarations(kernels)), "kernels", threads=threads)
+        module = CPU.apply(ModuleOp(kernels + declarations(kernels)), "weights")
+        constants = [_constant_arguments(kernel) for kernel in kernels]  # before share-kernel-code erases aliases
+        CPU.apply(module, "kernels", threads=threads)
         code = code_names(module)
         plans: dict[str, KernelPlan] = {}
         for name, kernel, values in zip(names, kernels, constants):

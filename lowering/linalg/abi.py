@@ -1,5 +1,7 @@
 """The kernel ABI: a group (`Group`) becomes a function of its inputs, its non-splat constants
-(argument attribute `graph.constant`, `CONSTANT_ARG_ATTR`) and one buffer per result (`KERNEL_ATTR`).
+(argument attribute `graph.constant`, `CONSTANT_ARG_ATTR`), the packed panels of the constant b
+of each matmul run as the packed GEMM (`graph.pack_panels` = b until the pack-weights pass
+packs it into a `graph.constant`, `PACK_ARG_ATTR`) and one buffer per result (`KERNEL_ATTR`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from graphopt.dialects import graph
 
 KERNEL_ATTR = "graph.kernel"
 CONSTANT_ARG_ATTR = "graph.constant"
+PACK_ARG_ATTR = "graph.pack_panels"
 
 
 class Unsupported(Exception):

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -13,7 +12,6 @@ from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
-    DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FloatAttr,
     IndexType,
@@ -31,9 +29,9 @@ from xdsl.transforms.lower_affine import affine_expr_ops
 from xdsl.rewriter import InsertPoint
 
 from graphopt.dialects import graph
-from graphopt.dialects.attributes import dense_from_numpy, dense_to_numpy, is_float, is_splat
+from graphopt.dialects.attributes import dense_to_numpy, is_float, is_splat
 from graphopt.lowering import packed_gemm
-from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR, KERNEL_ATTR, Unsupported
+from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR, KERNEL_ATTR, PACK_ARG_ATTR, Unsupported
 from graphopt.lowering.linalg.indexing import INDEX_RULES, SELECTING_RULES, dims_of, operand_indices, shape_of
 from graphopt.lowering.linalg.scalar import SCALAR_BUILDERS, element_of
 
@@ -199,19 +197,6 @@ class LoopBody:
         return generic
 
 
-_PACKED_PANELS: weakref.WeakKeyDictionary[DenseIntOrFPElementsAttr, DenseIntOrFPElementsAttr] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def packed_panels(b: DenseIntOrFPElementsAttr) -> DenseIntOrFPElementsAttr:
-    """`packed_gemm.pack_panels` of constant b, packed once while b lives (a group is lowered
-    for its placement and again for the JIT; packing a 768x3072 b takes about 10 ms)."""
-    if b not in _PACKED_PANELS:
-        _PACKED_PANELS[b] = dense_from_numpy(packed_gemm.pack_panels(dense_to_numpy(b)))
-    return _PACKED_PANELS[b]
-
-
 SHORT_LOOP = 64
 """A parallel loop whose innermost dim is shorter than this runs its last two dims as one on the
 CPU: LLVM would unroll the short loop whole and vectorize the loop around it with gathers and
@@ -235,7 +220,7 @@ class Kernel:
             and any(use.operation not in packed or use.index != 1 for use in op.result.uses)
         ]
         self.weights = list(dict.fromkeys(op.b for op in packed))
-        """The constant b of each matmul that runs as the ukernel; packed only by `finish`."""
+        """The constant b of each matmul that runs as the ukernel (packed by pack-weights)."""
         weights = self.weights
         arg_types = [MemRefType(element_of(v), shape_of(v)) for v in group.inputs + constants]
         arg_types += [MemRefType(element_of(b), (packed_gemm.packed_size(*shape_of(b)),)) for b in weights]
@@ -243,7 +228,7 @@ class Kernel:
         self.block = Block(arg_types=arg_types)
         self.builder = Builder(InsertPoint.at_end(self.block))
         self.constant_args = [c.owner.value for c in constants]
-        """The values of the constant arguments, which follow the inputs (the panels' by `finish`)."""
+        """The values of the constant arguments, which follow the inputs (then the panels)."""
         args = list(self.block.args)
         self.buffers: dict[SSAValue, SSAValue] = dict(zip(group.inputs + constants, args))
         """Group values already held in a buffer, by value."""
@@ -312,13 +297,9 @@ class Kernel:
             self.buffers[value] = buffer
         return self.buffers[value]
 
-    def finish(self, pack_weights: bool = True) -> func.FuncOp:
-        """The kernel function; without `pack_weights`, its panel arguments carry no value (a
-        kernel to inspect, not to run: packing a 768x3072 b takes about 10 ms)."""
-        if pack_weights:
-            self.constant_args += [
-                packed_panels(self.group.constant_value(b)) for b in self.weights
-            ]
+    def finish(self) -> func.FuncOp:
+        """The kernel function. Its panel arguments name the b they pack (`PACK_ARG_ATTR`); the
+        pack-weights pass packs them (a 768x3072 b takes about 10 ms: not while placing)."""
         for buffer in self.temporaries:
             self.builder.insert(memref.DeallocOp.get(buffer))
         self.builder.insert(func.ReturnOp())
@@ -329,6 +310,8 @@ class Kernel:
         arg_attrs = [{} for _ in arg_types]
         for position, value in enumerate(self.constant_args):
             arg_attrs[n + position] = {CONSTANT_ARG_ATTR: value}
-        if self.constant_args:
+        for position, b in enumerate(self.weights, start=n + len(self.constant_args)):
+            arg_attrs[position] = {PACK_ARG_ATTR: self.group.constant_value(b)}
+        if self.constant_args or self.weights:
             kernel.arg_attrs = ArrayAttr([DictionaryAttr(a) for a in arg_attrs])
         return kernel

@@ -1,7 +1,11 @@
 // A matmul whose b is an f32 constant calls the packed GEMM ukernel on b's panels (packed at
-// compile time), and the module declares the ukernel; other matmuls stay linalg loops.
+// compile time, by pack-weights), and the module declares the ukernel; other matmuls stay
+// linalg loops. The lowering alone names b in the panel argument; pack-weights packs it.
 
-// RUN: graph-opt %s --split-input-file --fuse -p convert-graph-to-linalg | filecheck %s
+// RUN: graph-opt %s --split-input-file --fuse -p convert-graph-to-linalg,pack-weights | filecheck %s
+// RUN: graph-opt %s --split-input-file --fuse -p convert-graph-to-linalg | filecheck %s --check-prefix=UNPACKED
+
+// UNPACKED-LABEL: func.func @fused_matmul_add_relu_0(%0: memref<2x3xf32>, %1: memref<70xf32>, %2: memref<240xf32> {graph.pack_panels = dense<5.000000e-01> : tensor<3x70xf32>}, %3: memref<2x70xf32>)
 
 // b (3x70, a constant fusion copies into the group) packs into one 64-column panel and one
 // 16-column edge panel: 3 x 80 floats, a constant argument after the inputs.
