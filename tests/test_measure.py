@@ -143,6 +143,22 @@ def test_key_ignores_ssa_and_group_names_but_not_shapes_or_backend():
     assert "another_name" not in text and "%x" not in text and "tensor<8x16xf32>" in text
 
 
+def scaled_by_constant(weights: np.ndarray) -> graph.MulOp:
+    b = graphopt.GraphBuilder()
+    module = b.finish(b.mul(b.input("x", weights.shape, weights.dtype), b.constant(weights)))
+    return next(op for op in module.walk() if isinstance(op, graph.MulOp))
+
+
+def test_key_ignores_constant_values_but_not_their_shapes_and_prints_one_element():
+    ones = np.ones((64, 3, 3), np.float32)
+    key = CostCache.key("cpu", scaled_by_constant(ones))
+    assert CostCache.key("cpu", scaled_by_constant(np.arange(ones.size, dtype=np.float32).reshape(ones.shape))) == key
+    assert CostCache.key("cpu", scaled_by_constant(np.ones((64, 9, 1), np.float32))) != key
+    assert CostCache.key("cpu", scaled_by_constant(ones.astype(np.float64))) != key
+    text = canonical_text(scaled_by_constant(ones))
+    assert "tensor<1xf32> {type = tensor<64x3x3xf32>}" in text
+
+
 def test_default_path_follows_xdg_cache_home(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert default_cache_path() == tmp_path / "graphopt" / "costs.json"
