@@ -297,6 +297,45 @@ def test_the_pass_places_on_the_targets_it_is_handed(search_mode):
     assert placed["graph.neg"] == ("fast", None)
 
 
+class SessionTargets:
+    """A made-up library that is cheap only on kernels of four ops or more (it keeps its data
+    layout between them), and "own", which costs the same per kernel whatever its size."""
+
+    fallback = "own"
+    defaults = ("own", "library")
+    launch_cost = 0.0
+
+    def names(self):
+        return ["own", "library"]
+
+    def supports(self, backend, group):
+        return None
+
+    def costs(self, pairs):
+        size = lambda group: sum(not isinstance(op, (graph.ConstantOp, graph.YieldOp)) for op in group.body.block.ops)  # noqa: E731
+        return [1e-3 if backend == "own" else 1e-4 if size(group) >= 4 else 1e-2 for backend, group in pairs]
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionPartitionPass(PartitionPass):
+    def targets(self):
+        return SessionTargets()
+
+
+def test_cost_search_measures_chains_of_whole_groups_beyond_max_depth_ops():
+    b = GraphBuilder()
+    x = b.input("x", (4, 8))
+    for _ in range(2):
+        x = b.relu(b.add(b.matmul(x, b.input("w", (8, 8))), b.input("b", (8,))))
+    module = b.finish(x)
+    FusePass().apply(make_context(), module)
+    assert len(top_level_ops(module)) == 2  # two groups of three ops: no set of two ops has four
+    SessionPartitionPass(search="cost", max_depth=2).apply(make_context(), module)
+    (group,) = top_level_ops(module)
+    assert group.backend.data == "library"
+    assert sum(isinstance(op, graph.MatmulOp) for op in group.body.block.ops) == 2
+
+
 def test_the_pass_without_targets_says_so():
     with pytest.raises(Exception, match="no backends were handed to the pass"):
         PartitionPass().apply(make_context(), exp_then_neg())

@@ -27,8 +27,8 @@ kernel, and the last resort for ops no listed backend accepts. An op with
   an earlier backend claims part of, is split, in dataflow order, into maximal accepted pieces
   (each starting at an op on the first backend accepting that op).
 - cost: Collage. Candidate kernels are the connected sets of at most `max-depth` ops (within and
-  across groups; each group whole too) that a backend supports, valid when no dataflow path
-  leaves and re-enters them. `search` picks the cover of all ops of minimum total cost (cost +
+  across groups; each group whole too) and of at most `max-depth` whole groups that a backend
+  supports, valid when no dataflow path leaves and re-enters them. `search` picks the cover of all ops of minimum total cost (cost +
   `launch-penalty` per kernel), exactly while the search stays within a work bound, else by
   Collage's bounded rule (polynomial: 500-op graphs in under a second); touching chosen kernels
   of one backend are then merged where the merge stays acyclic and the backend supports it.
@@ -552,17 +552,19 @@ class _Partitioner:
         return self._merge_touching([Placement(c.ops, c.backend) for c in chosen])
 
     def _candidate_sets(self) -> list[frozenset[int]]:
-        """Each group whole, and the connected sets of at most max-depth nodes that no dataflow
-        path leaves and re-enters (nodes of whole units only in their unit)."""
+        """Each group whole, the connected sets of at most max-depth nodes, and the connected
+        sets of at most max-depth groups taken whole (so a library backend can be measured on a
+        chain of fused groups as one session), all such that no dataflow path leaves and
+        re-enters them (nodes of whole units only in their unit)."""
         flow = self.flow
         free = {i for u in flow.units if not u.whole for i in u.nodes}
         neighbours = {i: (flow.inputs[i] | flow.consumers[i]) & free for i in free}
         found = {u.nodes for u in flow.units if u.placeable}
-        layer = {frozenset({i}) for i in free}
-        found |= layer
-        for _ in range(self.options.max_depth - 1):
-            layer = {s | {n} for s in layer for i in s for n in neighbours[i] - s}
-            found |= layer
+        found |= _connected_sets(free, neighbours, self.options.max_depth)
+        units = {u.nodes: u for u in flow.units if u.placeable and not u.whole}
+        unit_of = {i: nodes for nodes in units for i in nodes}
+        linked = {nodes: {unit_of[n] for i in nodes for n in neighbours[i]} - {nodes} for nodes in units}
+        found |= {frozenset().union(*s) for s in _connected_sets(units, linked, self.options.max_depth)}
         return sorted((s for s in found if is_convex(s, flow.consumers.__getitem__, position=int)), key=lambda s: sorted(s))
 
     def _merge_touching(self, placements: list[Placement]) -> list[Placement]:
@@ -584,6 +586,16 @@ class _Partitioner:
                 if merged:
                     break
         return order
+
+
+def _connected_sets(items: Collection, neighbours: dict, most: int) -> set[frozenset]:
+    """The sets of at most `most` items that `neighbours` links into one piece."""
+    layer = {frozenset({item}) for item in items}
+    found = set(layer)
+    for _ in range(most - 1):
+        layer = {s | {n} for s in layer for item in s for n in neighbours[item] - s}
+        found |= layer
+    return found
 
 
 # ----------------------------------------------------------------------------------------
@@ -615,7 +627,8 @@ class PartitionPass(ModulePass):
     """Seconds added per kernel by the cost search (write 0.000005: xDSL reads 5e-6 as text;
     default: the targets' launch cost)."""
     max_depth: int = 4
-    """Most ops in a candidate kernel of the cost search (groups made by fusion count whole)."""
+    """Most ops in a candidate kernel of the cost search, and most whole groups (a group made by
+    fusion is a candidate whatever its size)."""
     report: bool = False
     """Print one row per group to stderr: ops, backend and cost, the best alternative and its cost."""
 
