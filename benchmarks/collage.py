@@ -12,8 +12,10 @@ the same imported module:
 - mixed: `graphopt.compile(m, backends=("cpu", "ort"), search="cost", measure=True)`, each
   group placed by the kernels' measured latencies (Collage's search), costs in `--cache`.
 
-The three outputs are compared (a warning beyond rtol = atol = 1e-3), then timed interleaved
-(timing.interleaved_medians: alternating blocks of 4 calls, --repeat blocks each, medians).
+For reference, ONNX Runtime on the whole model (end_to_end.onnxruntime_runner: one session,
+ORT_ENABLE_ALL, I/O binding) runs beside them. The outputs are compared (a warning beyond rtol =
+atol = 1e-3), then timed interleaved (timing.interleaved_medians: alternating blocks of 4 calls,
+--repeat blocks each, medians).
 Each row gives the medians, the best single backend over the mix (above 1: the mix wins), the
 mix's steps per backend, and the measurement time: the mixed compile (fusion, candidates,
 measuring the kernels not in the cache, with measure's progress bar on a terminal, search,
@@ -41,7 +43,7 @@ import numpy as np
 import graphopt
 from graphopt.backends.measure import CostCache
 
-from end_to_end import environment, graphopt_runner
+from end_to_end import environment, graphopt_runner, onnxruntime_runner
 from models import MODELS, load_model, model_inputs
 from timing import interleaved_medians, thread_environment
 
@@ -65,8 +67,9 @@ def measure_model(name: str, threads: int, rounds: int, cache: str) -> dict:
     search_seconds = time.perf_counter() - start
     measured = len(CostCache(cache).costs) - known
     runners = {system: graphopt_runner(exe, inputs) for system, exe in executables.items()}
+    runners["ORT model"] = onnxruntime_runner(model, inputs, threads)
     expected = np.array(runners["cpu"]())
-    for system in ("ort", "mixed"):
+    for system in ("ort", "mixed", "ORT model"):
         actual = runners[system]()
         if not np.allclose(actual, expected, rtol=1e-3, atol=1e-3):
             print(f"WARNING: {name}: {system} differs from cpu by up to {np.max(np.abs(actual - expected)):.3g}")
@@ -76,7 +79,7 @@ def measure_model(name: str, threads: int, rounds: int, cache: str) -> dict:
     row = {"seconds": seconds, "speedup": best / seconds["mixed"], "mixed_steps": dict(steps),
            "search_seconds": search_seconds, "measured_kernels": measured}
     print(f"{name:<14} cpu {seconds['cpu'] * 1e3:7.2f} ms  ort {seconds['ort'] * 1e3:7.2f} ms  mixed "
-          f"{seconds['mixed'] * 1e3:7.2f} ms  best/mixed {row['speedup']:5.2f}x  "
+          f"{seconds['mixed'] * 1e3:7.2f} ms  best/mixed {row['speedup']:5.2f}x  ORT model {seconds['ORT model'] * 1e3:7.2f} ms  "
           f"(mixed: {', '.join(f'{n} {b}' for b, n in steps.items())}; compiled in {search_seconds:.0f} s, "
           f"{measured} kernels measured)", flush=True)
     return row
@@ -84,13 +87,14 @@ def measure_model(name: str, threads: int, rounds: int, cache: str) -> dict:
 
 def markdown_table(rows: dict[str, dict], threads: str) -> str:
     lines = [f"{threads} thread(s):", "",
-             "| model | cpu | ort | mixed | best single / mixed | mixed steps | measured search |",
-             "|---|---|---|---|---|---|---|"]
+             "| model | cpu | ort | mixed | best single / mixed | mixed steps | measured search | ORT, whole model |",
+             "|---|---|---|---|---|---|---|---|"]
     for name, row in rows.items():
         s = row["seconds"]
         steps = ", ".join(f"{n} {b}" for b, n in row["mixed_steps"].items())
         lines.append(f"| {name} | {s['cpu'] * 1e3:.2f} ms | {s['ort'] * 1e3:.2f} ms | {s['mixed'] * 1e3:.2f} ms | "
-                     f"{row['speedup']:.2f}x | {steps} | {row['search_seconds']:.0f} s, {row['measured_kernels']} kernels |")
+                     f"{row['speedup']:.2f}x | {steps} | {row['search_seconds']:.0f} s, {row['measured_kernels']} kernels | "
+                     f"{s['ORT model'] * 1e3:.2f} ms |")
     return "\n".join(lines)
 
 
