@@ -143,20 +143,26 @@ def test_key_ignores_ssa_and_group_names_but_not_shapes_or_backend():
     assert "another_name" not in text and "%x" not in text and "tensor<8x16xf32>" in text
 
 
-def scaled_by_constant(weights: np.ndarray) -> graph.MulOp:
+def scaled_by_constant(weights: np.ndarray, fused: bool) -> graph.MulOp | graph.FusedOp:
+    """relu(x * weights): the mul alone (the constant an operand), or fused (a splat constant is
+    cloned inside the group)."""
     b = graphopt.GraphBuilder()
-    module = b.finish(b.mul(b.input("x", weights.shape, weights.dtype), b.constant(weights)))
-    return next(op for op in module.walk() if isinstance(op, graph.MulOp))
+    module = b.finish(b.relu(b.mul(b.input("x", weights.shape, weights.dtype), b.constant(weights))))
+    if fused:
+        FusePass().apply(make_context(), module)
+    return next(op for op in module.walk() if isinstance(op, graph.FusedOp if fused else graph.MulOp))
 
 
-def test_key_ignores_constant_values_but_not_their_shapes_and_prints_one_element():
+@pytest.mark.parametrize("fused", [False, True], ids=["operand", "inside"])
+def test_key_ignores_constant_values_but_not_their_shapes_and_prints_one_element(fused):
     ones = np.ones((64, 3, 3), np.float32)
-    key = CostCache.key("cpu", scaled_by_constant(ones))
-    assert CostCache.key("cpu", scaled_by_constant(np.arange(ones.size, dtype=np.float32).reshape(ones.shape))) == key
-    assert CostCache.key("cpu", scaled_by_constant(np.ones((64, 9, 1), np.float32))) != key
-    assert CostCache.key("cpu", scaled_by_constant(ones.astype(np.float64))) != key
-    text = canonical_text(scaled_by_constant(ones))
-    assert "tensor<1xf32> {type = tensor<64x3x3xf32>}" in text
+    key = CostCache.key("cpu", scaled_by_constant(ones, fused))
+    other = np.full(ones.shape, 2.5, np.float32)
+    assert CostCache.key("cpu", scaled_by_constant(other, fused)) == key
+    assert CostCache.key("cpu", scaled_by_constant(np.ones((64, 9, 1), np.float32), fused)) != key
+    assert CostCache.key("cpu", scaled_by_constant(ones.astype(np.float64), fused)) != key
+    text = canonical_text(scaled_by_constant(other, fused))
+    assert "tensor<1xf32> {type = tensor<64x3x3xf32>}" in text and "2.5" not in text
 
 
 def test_default_path_follows_xdg_cache_home(monkeypatch, tmp_path):

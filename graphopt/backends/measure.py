@@ -99,7 +99,7 @@ def canonical_text(group: Operation) -> str:
     read back element by element (0.4 s for that weight, most of a ResNet-50 search's time).
     """
     function = standalone(group)
-    for op in function.body.block.ops:
+    for op in function.walk():
         if isinstance(op, graph.ConstantOp):
             op.attributes["type"] = op.result.type
             op.attributes["value"] = DenseIntOrFPElementsAttr.from_list(TensorType(op.result.type.get_element_type(), [1]), [0])
