@@ -322,18 +322,33 @@ class SessionPartitionPass(PartitionPass):
         return SessionTargets()
 
 
-def test_cost_search_measures_chains_of_whole_groups_beyond_max_depth_ops():
+def two_dense_layers() -> ModuleOp:
+    """Two fused groups of three ops (matmul, add, relu) in a row."""
     b = GraphBuilder()
     x = b.input("x", (4, 8))
     for _ in range(2):
         x = b.relu(b.add(b.matmul(x, b.input("w", (8, 8))), b.input("b", (8,))))
     module = b.finish(x)
     FusePass().apply(make_context(), module)
-    assert len(top_level_ops(module)) == 2  # two groups of three ops: no set of two ops has four
+    assert len(top_level_ops(module)) == 2
+    return module
+
+
+def test_cost_search_measures_chains_of_whole_groups_beyond_max_depth_ops():
+    module = two_dense_layers()  # no set of two ops has four
     SessionPartitionPass(search="cost", max_depth=2).apply(make_context(), module)
     (group,) = top_level_ops(module)
     assert group.backend.data == "library"
     assert sum(isinstance(op, graph.MatmulOp) for op in group.body.block.ops) == 2
+
+
+def test_cost_search_keeps_one_backend_alone_when_its_merged_plan_costs_less():
+    # With max-depth=1 the library is never cheaper on a candidate (each three ops): the search
+    # puts both groups on "own"; every group on the library, merged into one kernel, costs less.
+    module = two_dense_layers()
+    SessionPartitionPass(search="cost", max_depth=1).apply(make_context(), module)
+    (group,) = top_level_ops(module)
+    assert group.backend.data == "library"
 
 
 def test_the_pass_without_targets_says_so():

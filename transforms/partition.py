@@ -32,6 +32,8 @@ kernel, and the last resort for ops no listed backend accepts. An op with
   `launch-penalty` per kernel), exactly while the search stays within a work bound, else by
   Collage's bounded rule (polynomial: 500-op graphs in under a second); touching chosen kernels
   of one backend are then merged where the merge stays acyclic and the backend supports it.
+  That plan is kept unless a plan of every group on one listed backend (merged the same way)
+  costs less, its kernels costed as they will run: merged kernels cost less than their pieces.
 
 Groups in `fallback` mode and ops of other dialects are never split or merged.
 """
@@ -549,7 +551,26 @@ class _Partitioner:
             placed += [(nodes, b) for b in backends]
         candidates += [Candidate(nodes, b, cost) for (nodes, b), cost in zip(placed, self.costs(placed))]
         chosen = search(self.flow.inputs, candidates, [*self.priority, self.fallback], self.options.launch_cost(self.targets))
-        return self._merge_touching([Placement(c.ops, c.backend) for c in chosen])
+        plans = [self._merge_touching([Placement(c.ops, c.backend) for c in chosen])]
+        plans += [self._merge_touching(plan) for b in self.priority if (plan := self._single_backend_plan(b)) is not None]
+        return min(plans, key=self._plan_cost)
+
+    def _single_backend_plan(self, backend: str) -> list[Placement] | None:
+        """Every group whole on `backend`, or None if it refuses one."""
+        plan = []
+        for unit in self.flow.units:
+            if unit.placeable and not self.accepts(unit.nodes, backend):
+                return None
+            plan.append(Placement(unit.nodes, backend if unit.placeable else None))
+        return plan
+
+    def _plan_cost(self, plan: list[Placement]) -> float:
+        """What the kernels of a plan cost together, each as one kernel (merged kernels are asked
+        for again: their costs are not the sums of their pieces'), plus the launch penalty each.
+        The search adds the costs of its pieces; this compares the plans as they will run, so
+        the mix is kept only where it beats each backend alone."""
+        placed = [(p.nodes, p.backend) for p in plan if p.backend is not None]
+        return sum(self.costs(placed)) + len(placed) * self.options.launch_cost(self.targets)
 
     def _candidate_sets(self) -> list[frozenset[int]]:
         """Each group whole, the connected sets of at most max-depth nodes, and the connected
