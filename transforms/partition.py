@@ -27,8 +27,8 @@ kernel, and the last resort for ops no listed backend accepts. An op with
   an earlier backend claims part of, is split, in dataflow order, into maximal accepted pieces
   (each starting at an op on the first backend accepting that op).
 - cost: Collage. Candidate kernels are the connected sets of at most `max-depth` ops (within and
-  across groups; each group whole too) and of at most `max-depth` whole groups that a backend
-  supports, valid when no dataflow path leaves and re-enters them. `search` picks the cover of all ops of minimum total cost (cost +
+  across groups; each group whole too) and the chains of at most `max-depth` whole groups that a
+  backend supports, valid when no dataflow path leaves and re-enters them. `search` picks the cover of all ops of minimum total cost (cost +
   `launch-penalty` per kernel), exactly while the search stays within a work bound, else by
   Collage's bounded rule (polynomial: 500-op graphs in under a second); touching chosen kernels
   of one backend are then merged where the merge stays acyclic and the backend supports it.
@@ -573,19 +573,26 @@ class _Partitioner:
         return sum(self.costs(placed)) + len(placed) * self.options.launch_cost(self.targets)
 
     def _candidate_sets(self) -> list[frozenset[int]]:
-        """Each group whole, the connected sets of at most max-depth nodes, and the connected
-        sets of at most max-depth groups taken whole (so a library backend can be measured on a
-        chain of fused groups as one session), all such that no dataflow path leaves and
+        """Each group whole, the connected sets of at most max-depth nodes, and the chains of at
+        most max-depth whole groups, each feeding the next (so a library backend is measured on
+        a chain of fused groups as one session), all such that no dataflow path leaves and
         re-enters them (nodes of whole units only in their unit)."""
         flow = self.flow
         free = {i for u in flow.units if not u.whole for i in u.nodes}
         neighbours = {i: (flow.inputs[i] | flow.consumers[i]) & free for i in free}
         found = {u.nodes for u in flow.units if u.placeable}
-        found |= _connected_sets(free, neighbours, self.options.max_depth)
-        units = {u.nodes: u for u in flow.units if u.placeable and not u.whole}
+        layer = {frozenset({i}) for i in free}
+        found |= layer
+        for _ in range(self.options.max_depth - 1):
+            layer = {s | {n} for s in layer for i in s for n in neighbours[i] - s}
+            found |= layer
+        units = [u.nodes for u in flow.units if u.placeable and not u.whole]
         unit_of = {i: nodes for nodes in units for i in nodes}
-        linked = {nodes: {unit_of[n] for i in nodes for n in neighbours[i]} - {nodes} for nodes in units}
-        found |= {frozenset().union(*s) for s in _connected_sets(units, linked, self.options.max_depth)}
+        feeds = {nodes: {unit_of[n] for i in nodes for n in flow.consumers[i] & free} - {nodes} for nodes in units}
+        chains = [(nodes,) for nodes in units]
+        for _ in range(self.options.max_depth - 1):
+            chains = [(*chain, n) for chain in chains for n in feeds[chain[-1]]]
+            found |= {frozenset().union(*chain) for chain in chains}
         return sorted((s for s in found if is_convex(s, flow.consumers.__getitem__, position=int)), key=lambda s: sorted(s))
 
     def _merge_touching(self, placements: list[Placement]) -> list[Placement]:
@@ -607,16 +614,6 @@ class _Partitioner:
                 if merged:
                     break
         return order
-
-
-def _connected_sets(items: Collection, neighbours: dict, most: int) -> set[frozenset]:
-    """The sets of at most `most` items that `neighbours` links into one piece."""
-    layer = {frozenset({item}) for item in items}
-    found = set(layer)
-    for _ in range(most - 1):
-        layer = {s | {n} for s in layer for item in s for n in neighbours[item] - s}
-        found |= layer
-    return found
 
 
 # ----------------------------------------------------------------------------------------
