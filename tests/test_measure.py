@@ -64,6 +64,26 @@ def test_round_trip_measures_once(tmp_path, counted):
     assert data["format"] == measuring.FORMAT_VERSION and data["cpu"] == measuring.cpu_model()
 
 
+def test_an_interrupted_measurement_keeps_the_batches_it_finished(tmp_path, counted, monkeypatch):
+    monkeypatch.setattr(measuring, "BATCH", 2)
+    path, cpu = tmp_path / "costs.json", get_backend("cpu")
+    pairs = [(cpu, mlp_group(rows)) for rows in (1, 2, 3)]
+    fake = measuring.measure
+
+    def interrupted(batch, *args, **kwargs):
+        if len(counted) == 2:
+            raise KeyboardInterrupt
+        return fake(batch, *args, **kwargs)
+
+    monkeypatch.setattr(measuring, "measure", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        measure_all(pairs, CostCache(path))
+    assert len(json.loads(path.read_text())["costs"]) == 2
+    monkeypatch.setattr(measuring, "measure", fake)
+    assert measure_all(pairs, CostCache(path)) == [1e-3] * 3
+    assert [group for _, group in counted] == [group for _, group in pairs]
+
+
 def test_real_measurement_is_a_positive_median(tmp_path):
     cache = CostCache(tmp_path / "costs.json")
     blas, cpu, group = get_backend("blas"), get_backend("cpu"), mlp_group()

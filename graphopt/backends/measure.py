@@ -51,6 +51,10 @@ REPEAT = 10
 MIN_SAMPLE_SECONDS = 2e-4
 """A sample runs its kernel at least this long, so the timer's resolution and the Python call
 around a short kernel weigh little."""
+BATCH = 256
+"""Kernels `measure_all` measures together (round-robin) and then caches: an interrupted search
+keeps what it measured. The partitioner asks for a group's backends one after another, so they
+fall in one batch and see the same load."""
 SMALL_INT_BOUND = 4
 """Random integer inputs lie in [0, SMALL_INT_BOUND), valid as indices of most axes."""
 
@@ -344,13 +348,16 @@ class CostCache:
 
 def measure_all(pairs: Sequence[tuple[Backend, Operation]], cache: CostCache, quiet: bool = False,
                 threads: int | None = None) -> list[float]:
-    """Seconds of each (backend, group): cached, else measured (all missing ones together) and
-    cached. A tqdm progress bar counts the samples when stderr is a terminal, unless `quiet`."""
+    """Seconds of each (backend, group): cached, else measured (the missing ones together, in
+    batches of BATCH, each cached when measured). A tqdm progress bar counts the samples when
+    stderr is a terminal, unless `quiet`."""
     keys = [cache.key(backend.name, group, threads) for backend, group in pairs]
-    missing = {key: pair for key, pair in zip(keys, pairs) if cache.get(key) is None}
+    missing = list({key: pair for key, pair in zip(keys, pairs) if cache.get(key) is None}.items())
     if missing:
         show = not quiet and sys.stderr.isatty()
         with tqdm(total=REPEAT * len(missing), desc="measuring kernels", unit="sample", disable=not show) as bar:
-            seconds = measure(list(missing.values()), REPEAT, threads, on_sample=bar.update)
-        cache.put(dict(zip(missing, seconds)))
+            for start in range(0, len(missing), BATCH):
+                batch = missing[start : start + BATCH]
+                seconds = measure([pair for _, pair in batch], REPEAT, threads, on_sample=bar.update)
+                cache.put({key: s for (key, _), s in zip(batch, seconds)})
     return [cache.get(key) for key in keys]
