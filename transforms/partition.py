@@ -553,6 +553,7 @@ class _Partitioner:
         chosen = search(self.flow.inputs, candidates, [*self.priority, self.fallback], self.options.launch_cost(self.targets))
         plans = [self._merge_touching([Placement(c.ops, c.backend) for c in chosen])]
         plans += [self._merge_touching(plan) for b in self.priority if (plan := self._single_backend_plan(b)) is not None]
+        self.costs([(p.nodes, p.backend) for plan in plans for p in plan if p.backend is not None])  # asked together
         return min(plans, key=self._plan_cost)
 
     def _single_backend_plan(self, backend: str) -> list[Placement] | None:
@@ -568,7 +569,8 @@ class _Partitioner:
         """What the kernels of a plan cost together, each as one kernel (merged kernels are asked
         for again: their costs are not the sums of their pieces'), plus the launch penalty each.
         The search adds the costs of its pieces; this compares the plans as they will run, so
-        the mix is kept only where it beats each backend alone."""
+        the mix is kept only where it beats each backend alone. `by_cost` asks for the kernels
+        of all plans at once, so the new ones are measured together, under the same load."""
         placed = [(p.nodes, p.backend) for p in plan if p.backend is not None]
         return sum(self.costs(placed)) + len(placed) * self.options.launch_cost(self.targets)
 
