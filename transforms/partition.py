@@ -28,8 +28,8 @@ kernel, and the last resort for ops no listed backend accepts. An op with
   (each starting at an op on the first backend accepting that op).
 - cost: Collage. Candidate kernels are the connected sets of at most `max-depth` ops (within and
   across groups; each group whole too) and the chains of at most `max-depth` whole groups that a
-  backend supports, valid when no dataflow path leaves and re-enters them. `search` picks the cover of all ops of minimum total cost (cost +
-  `launch-penalty` per kernel), exactly while the search stays within a work bound, else by
+  backend supports, valid when no dataflow path leaves and re-enters them. `search` picks the
+  cover of all ops of minimum total cost (cost + `launch-penalty` per kernel), exactly while the search stays within a work bound, else by
   Collage's bounded rule (polynomial: 500-op graphs in under a second); touching chosen kernels
   of one backend are then merged where the merge stays acyclic and the backend supports it.
   That plan is kept unless a plan of every group on one listed backend (merged the same way)
@@ -552,7 +552,8 @@ class _Partitioner:
         candidates += [Candidate(nodes, b, cost) for (nodes, b), cost in zip(placed, self.costs(placed))]
         chosen = search(self.flow.inputs, candidates, [*self.priority, self.fallback], self.options.launch_cost(self.targets))
         plans = [self._merge_touching([Placement(c.ops, c.backend) for c in chosen])]
-        plans += [self._merge_touching(plan) for b in self.priority if (plan := self._single_backend_plan(b)) is not None]
+        plans += [self._merge_touching(plan) for b in self.priority
+                  if (plan := self._single_backend_plan(b)) is not None]
         self.costs([(p.nodes, p.backend) for plan in plans for p in plan if p.backend is not None])  # asked together
         return min(plans, key=self._plan_cost)
 
