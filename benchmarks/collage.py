@@ -31,8 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -45,7 +43,7 @@ from graphopt.backends.measure import CostCache
 
 from end_to_end import environment, graphopt_runner, onnxruntime_runner
 from models import MODELS, load_model, model_inputs
-from timing import interleaved_medians, thread_environment
+from timing import interleaved_medians, results_per_thread_count
 
 DEFAULT_MODELS = ("resnet50", "inception_v1", "inception_v2", "squeezenet", "shufflenet", "densenet121")
 QUICK_MODELS = ("resnet50", "inception_v1")
@@ -129,13 +127,8 @@ def main() -> None:
     results = {**environment(), "repeat": args.repeat, "threads": {}}
     with tempfile.TemporaryDirectory() as scratch:
         cache = args.cache or str(Path(scratch) / "costs.json")
-        for threads in args.threads.split(","):
-            result_path = Path(scratch) / f"{threads}.json"
-            print(f"== {threads} thread(s) ==", flush=True)
-            command = [sys.executable, __file__, "--models", args.models, "--repeat", str(args.repeat), "--cache", cache]
-            subprocess.run(command, env=thread_environment(threads, str(result_path)), check=True)
-            results["threads"][threads] = json.loads(result_path.read_text())
-            print(flush=True)
+        arguments = ["--models", args.models, "--repeat", str(args.repeat), "--cache", cache]
+        results["threads"] = results_per_thread_count(args.threads.split(","), arguments, scratch)
     for threads, rows in results["threads"].items():
         print(markdown_table(rows, threads) + "\n")
     if args.json:

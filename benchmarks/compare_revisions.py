@@ -38,6 +38,7 @@ def serve(threads: int, cost_cache: str) -> None:
     with the seconds per call, and `output <workload> <system> <file>` by saving the output."""
     import numpy as np
 
+    sys.path.insert(0, os.getcwd())  # the revision's own benchmarks/ (the worker runs there), not this file's
     import end_to_end
 
     systems = {}

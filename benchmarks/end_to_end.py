@@ -1,7 +1,7 @@
 """End-to-end latency of graphopt against NumPy, ONNX Runtime and PyTorch, side by side in one run.
 
     python benchmarks/end_to_end.py [--repeat 30] [--threads 1,2] [--json out.json] [--png out.png]
-                                    [--cost-cache costs.json]
+                                    [--cost-cache costs.json] [--only BERT,GPT-2]
 
 Needs onnx and onnxruntime (`pip install -e ".[onnx]"`); PyTorch and matplotlib (`.[plot]`, for
 --png) are used when installed. For each thread count a child process (OPENBLAS_NUM_THREADS,
@@ -11,7 +11,9 @@ needs; OPENBLAS_THREAD_TIMEOUT=4, the same for OpenBLAS's workers, as `import gr
 by default; ONNX Runtime's session.intra_op.allow_spinning=0, the same for its pool) prints one table: the median latency of each workload on each system and its ratio to the
 fastest system of that row. Systems:
 
-- NumPy: a hand-written function per workload, op by op (a fresh array per op).
+- NumPy: a hand-written function per workload, op by op (a fresh array per op); none for the
+  BERT layer and GPT-2 block (examples/make_transformer_models.py), which have no NumPy or
+  PyTorch rows.
 - graphopt unfused (fuse=False, cpu), fused (cpu), partitioned (fusion, then the partition
   pass over cpu and blas with search="cost" and measured costs, cached in a fresh file per run
   unless --cost-cache names one), and blas (backends=("blas",), the reference taking what blas
@@ -36,7 +38,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -52,16 +53,17 @@ from numpy.lib.stride_tricks import sliding_window_view
 from onnx import numpy_helper
 
 import graphopt
-from graphopt.backends.costs import group_ops
+from graphopt.transforms.work import group_ops
 from graphopt.backends.measure import cpu_model
 from graphopt.dialects import graph
 
 from cpu_codegen import numpy_layer_norm, numpy_softmax
-from timing import thread_environment
+from timing import pyplot, results_per_thread_count
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from make_examples import small_normal, xavier_normal
 from make_onnx_models import OnnxBuilder, mnist_cnn
+from make_transformer_models import bert_layer, gpt2_block
 
 try:
     import torch
@@ -85,7 +87,8 @@ class Workload:
     model: onnx.ModelProto
     inputs: list[np.ndarray]
     weights: list[np.ndarray]
-    numpy_function: Callable[..., np.ndarray]
+    numpy_function: Callable[..., np.ndarray] | None
+    """None for the transformer models, which run on graphopt and ONNX Runtime only."""
     torch_function: Callable | None
     shapes: dict[str, tuple[int, ...]] | None = None
     """Sizes of the model's dynamic input dimensions, for graphopt.from_onnx."""
@@ -208,7 +211,12 @@ def workloads(rng: np.random.Generator) -> list[Workload]:
          xavier_normal(weights, (3072, 768), 3072, 768), small_normal(weights, (768,)),
          small_normal(weights, (768,), mean=1.0), small_normal(weights, (768,))],
         (128, 768), numpy_gelu_block, torch_gelu_block)
-    return [chain, mlp, layer_norm, softmax, *mnist_batches, gelu_block]
+    tokens = rng.integers(0, 1000, (2, 128)).astype(np.int64)
+    mask = np.ones((2, 128), np.int64)
+    mask[1, 96:] = 0
+    bert = Workload("BERT layer 2x128x256", bert_layer(), [tokens, mask], [], None, None)
+    gpt2 = Workload("GPT-2 block 128x256", gpt2_block(), [normal(1, 128, 256)], [], None, None)
+    return [chain, mlp, layer_norm, softmax, *mnist_batches, gelu_block, bert, gpt2]
 
 
 # ----------------------------------------------------------------------------------------
@@ -261,15 +269,16 @@ def runners(workload: Workload, module, threads: int, cost_cache: str) -> tuple[
     arrays = [*workload.inputs, *workload.weights]
     partitioned = compile_partitioned(module, threads, cost_cache)
     systems = {
-        "NumPy": lambda: workload.numpy_function(*arrays),
         "unfused": graphopt_runner(graphopt.compile(module, fuse=False, threads=threads), workload.inputs),
         "fused": graphopt_runner(graphopt.compile(module, threads=threads), workload.inputs),
         "partitioned": graphopt_runner(partitioned, workload.inputs),
     }
+    if workload.numpy_function is not None:
+        systems["NumPy"] = lambda: workload.numpy_function(*arrays)
     if has_anchor(module):
         systems["blas"] = graphopt_runner(graphopt.compile(module, backends=("blas",), threads=threads), workload.inputs)
     systems["ONNX Runtime"] = onnxruntime_runner(workload.model, workload.inputs, threads)
-    if torch is not None:
+    if torch is not None and workload.torch_function is not None:
         tensors = [torch.from_numpy(a) for a in arrays]
         systems["PyTorch"] = lambda: workload.torch_function(*tensors)
     return systems, partitioned
@@ -343,8 +352,9 @@ def fmt_time(seconds: float) -> str:
     return f"{seconds * 1e3:.2f}ms" if seconds >= 1e-3 else f"{seconds * 1e6:.0f}us"
 
 
-def measure(repeat: int, threads: int, cost_cache: str) -> dict:
-    """One table for this process's thread count; returns what --json saves of it."""
+def measure(repeat: int, threads: int, cost_cache: str, only: list[str] | None = None) -> dict:
+    """One table for this process's thread count (the workloads whose names contain one of `only`,
+    if given); returns what --json saves of it."""
     if torch is not None:
         torch.set_num_threads(threads)
         torch.set_grad_enabled(False)
@@ -352,6 +362,8 @@ def measure(repeat: int, threads: int, cost_cache: str) -> dict:
     print(header, flush=True)
     rows, partitions = {}, {}
     for workload in workloads(np.random.default_rng(0)):
+        if only and not any(part in workload.name for part in only):
+            continue
         module = graphopt.from_onnx(workload.model, shapes=workload.shapes)
         systems, partitioned = runners(workload, module, threads, cost_cache)
         check_against(np.array(systems["ONNX Runtime"]()), systems, workload.name)
@@ -367,21 +379,24 @@ def measure(repeat: int, threads: int, cost_cache: str) -> dict:
     for name, summary in partitions.items():
         print(f"  {name}\n{summary}")
     overhead = dispatch_overhead(threads, repeat)
-    steps = rows["MNIST CNN batch 1"]["partitioned_steps"]
     print(f"\ngraphopt dispatch: {overhead['per call'] * 1e6:.1f} us per call + {overhead['per step'] * 1e6:.1f} us per step "
-          f"(ONNX Runtime runs 17 relus on one float in {overhead['ONNX Runtime, 17 relus'] * 1e6:.1f} us); "
-          f"partitioned MNIST batch 1 has {steps} steps: "
-          f"{(overhead['per call'] + steps * overhead['per step']) * 1e6:.0f} us of dispatch")
+          f"(ONNX Runtime runs 17 relus on one float in {overhead['ONNX Runtime, 17 relus'] * 1e6:.1f} us)")
+    if "MNIST CNN batch 1" in rows:
+        steps = rows["MNIST CNN batch 1"]["partitioned_steps"]
+        print(f"partitioned MNIST batch 1 has {steps} steps: "
+              f"{(overhead['per call'] + steps * overhead['per step']) * 1e6:.0f} us of dispatch")
     goals = check_goals(rows, threads)
     return {"workloads": rows, "partitions": partitions, "dispatch_overhead_seconds": overhead, "goals": goals}
 
 
 def check_goals(rows: dict, threads: int) -> dict[str, bool]:
-    """Print and return the goals of issues 5 and 7 that apply at this thread count."""
+    """Print and return the goals of issues 5 and 7 that apply at this thread count (and to the workloads run)."""
     seconds = {name: row["seconds"] for name, row in rows.items()}
     goals = {}
     print("\ngoals:")
     for name in ("relu(x@W+b) 256x1024x1024", "GELU MLP block 128x768x3072"):
+        if name not in seconds:
+            continue
         s = seconds[name]
         best_single = min(s["fused"], s["blas"])
         goals[f"issue 5: {name}: partitioned >= 1.1x faster than the best single backend"] = best_single / s["partitioned"] >= 1.1
@@ -392,8 +407,9 @@ def check_goals(rows: dict, threads: int) -> dict[str, bool]:
         for name, s in seconds.items():
             goals[f"issue 7: {name}: partitioned no slower than ONNX Runtime"] = s["partitioned"] <= s["ONNX Runtime"]
             print(f"  issue 7, {name}: partitioned / ONNX Runtime = {s['partitioned'] / s['ONNX Runtime']:.2f}x (goal <= 1.00x)")
-        s = seconds["MNIST CNN batch 1"]
-        goals["issue 7: MNIST CNN batch 1 within 2x of ONNX Runtime"] = s["partitioned"] <= 2 * s["ONNX Runtime"]
+        if "MNIST CNN batch 1" in seconds:
+            s = seconds["MNIST CNN batch 1"]
+            goals["issue 7: MNIST CNN batch 1 within 2x of ONNX Runtime"] = s["partitioned"] <= 2 * s["ONNX Runtime"]
     met = sum(goals.values())
     print(f"  {met} of {len(goals)} goals met", flush=True)
     return goals
@@ -418,13 +434,9 @@ def environment() -> dict:
 
 def plot(results: dict, path: str) -> None:
     """One bar chart per thread count: each system's time over the fastest, per workload (log scale)."""
-    try:
-        import matplotlib
-    except ImportError:
-        print(f"matplotlib is not installed (pip install -e '.[plot]'): no {path}")
+    plt = pyplot(path)
+    if plt is None:
         return
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     tables = results["threads"]
     figure, axes = plt.subplots(len(tables), 1, figsize=(14, 4.5 * len(tables)), squeeze=False)
@@ -452,22 +464,18 @@ def main() -> None:
     parser.add_argument("--json", help="write medians, ratios, machine and versions here")
     parser.add_argument("--png", help="write a bar chart of the ratios here")
     parser.add_argument("--cost-cache", help="measured-cost cache file (default: a fresh one for this run)")
+    parser.add_argument("--only", help="comma-separated parts of workload names: run just those (e.g. BERT,GPT-2)")
     args = parser.parse_args()
     if "GRAPHOPT_BENCHMARK_RESULT" in os.environ:
-        result = measure(args.repeat, int(os.environ["GRAPHOPT_THREADS"]), args.cost_cache)
+        only = args.only.split(",") if args.only else None
+        result = measure(args.repeat, int(os.environ["GRAPHOPT_THREADS"]), args.cost_cache, only)
         Path(os.environ["GRAPHOPT_BENCHMARK_RESULT"]).write_text(json.dumps(result))
         return
     results = {**environment(), "repeat": args.repeat, "threads": {}}
     with tempfile.TemporaryDirectory() as scratch:
         cost_cache = args.cost_cache or str(Path(scratch) / "costs.json")
-        for threads in args.threads.split(","):
-            result_path = Path(scratch) / f"{threads}.json"
-            env = thread_environment(threads, str(result_path))
-            print(f"== {threads} thread(s) ==", flush=True)
-            subprocess.run([sys.executable, __file__, "--repeat", str(args.repeat), "--cost-cache", cost_cache],
-                           env=env, check=True)
-            results["threads"][threads] = json.loads(result_path.read_text())
-            print(flush=True)
+        arguments = ["--repeat", str(args.repeat), "--cost-cache", cost_cache, *(["--only", args.only] if args.only else [])]
+        results["threads"] = results_per_thread_count(args.threads.split(","), arguments, scratch)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
         print(f"wrote {args.json}")

@@ -34,7 +34,6 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -46,7 +45,7 @@ import onnx
 import graphopt
 
 from end_to_end import environment, graphopt_runner, onnxruntime_runner
-from timing import interleaved_medians, thread_environment
+from timing import interleaved_medians, pyplot, results_per_thread_count
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from make_examples import small_normal, xavier_normal
@@ -193,13 +192,9 @@ def markdown_table(rows: dict[str, dict], threads: str) -> str:
 
 def plot(results: dict, path: str) -> None:
     """graphopt / ORT per model, one bar per thread count, a line at 1."""
-    try:
-        import matplotlib
-    except ImportError:
-        print(f"matplotlib is not installed (pip install -e '.[plot]'): no {path}")
+    plt = pyplot(path)
+    if plt is None:
         return
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     tables = results["threads"]
     names = list(next(iter(tables.values())))
@@ -249,14 +244,8 @@ def main() -> None:
         return
     results = {**environment(), "repeat": args.repeat, "threads": {}}
     with tempfile.TemporaryDirectory() as scratch:
-        for threads in args.threads.split(","):
-            result_path = Path(scratch) / f"{threads}.json"
-            print(f"== {threads} thread(s) ==", flush=True)
-            command = [sys.executable, __file__, "--models", args.models, "--repeat", str(args.repeat)]
-            subprocess.run(command + (["--profile"] if args.profile else []),
-                           env=thread_environment(threads, str(result_path)), check=True)
-            results["threads"][threads] = json.loads(result_path.read_text())
-            print(flush=True)
+        arguments = ["--models", args.models, "--repeat", str(args.repeat), *(["--profile"] if args.profile else [])]
+        results["threads"] = results_per_thread_count(args.threads.split(","), arguments, scratch)
     for threads, rows in results["threads"].items():
         print(markdown_table(rows, threads) + "\n")
     if args.json:

@@ -1,10 +1,14 @@
 """Timing shared by the benchmark scripts (run as `python benchmarks/<script>.py`)."""
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -66,9 +70,35 @@ def main_over_shapes(description: str, header: str, shapes: Sequence[tuple], com
         print(compare(*shape, args.seconds))
 
 
+def results_per_thread_count(thread_counts: Sequence[str], arguments: Sequence[str], scratch: str) -> dict[str, object]:
+    """Run this benchmark script again with `arguments`, once per thread count, each in a fresh
+    process with that thread environment; what each child wrote, by thread count."""
+    results = {}
+    for threads in thread_counts:
+        result_path = Path(scratch) / f"{threads}.json"
+        print(f"== {threads} thread(s) ==", flush=True)
+        subprocess.run([sys.executable, sys.argv[0], *arguments], env=thread_environment(threads, str(result_path)), check=True)
+        results[threads] = json.loads(result_path.read_text())
+        print(flush=True)
+    return results
+
+
 def thread_environment(threads: int | str, result_path: str) -> dict[str, str]:
     """The environment of a benchmark's child process for one thread count: graphopt, OpenBLAS
     at `threads`; idle OpenMP and OpenBLAS workers not spinning on the cores the next system
     needs; GRAPHOPT_BENCHMARK_RESULT, where the child writes its results."""
     return dict(os.environ, GRAPHOPT_BENCHMARK_RESULT=result_path, GRAPHOPT_THREADS=str(threads),
                 OPENBLAS_NUM_THREADS=str(threads), OPENBLAS_THREAD_TIMEOUT="4", OMP_WAIT_POLICY="PASSIVE")
+
+
+def pyplot(path: str):
+    """matplotlib.pyplot on the Agg backend, or None (saying so) when matplotlib is missing."""
+    try:
+        import matplotlib
+    except ImportError:
+        print(f"matplotlib is not installed (pip install -e '.[plot]'): no {path}")
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+
+    return matplotlib.pyplot

@@ -12,6 +12,7 @@ dynamic batch dimension "N" (import them with shapes={"x": (batch, ...)}).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,10 +43,10 @@ class OnnxBuilder:
         self.initializers: list[onnx.TensorProto] = []
         self.inputs: list[onnx.ValueInfoProto] = []
 
-    def input(self, name: str, dims: tuple[int | str, ...]) -> Value:
-        """A float32 graph input; string dims are symbolic (dynamic)."""
-        self.inputs.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, list(dims)))
-        static = all(isinstance(d, int) for d in dims)
+    def input(self, name: str, dims: tuple[int | str, ...], elem_type: int = onnx.TensorProto.FLOAT) -> Value:
+        """A graph input (float32 unless `elem_type` says otherwise); string dims are symbolic (dynamic)."""
+        self.inputs.append(helper.make_tensor_value_info(name, elem_type, list(dims)))
+        static = all(isinstance(d, int) for d in dims) and elem_type == onnx.TensorProto.FLOAT
         return Value(name, tensor_type(dims) if static else None)
 
     def constant(self, value) -> Value:
@@ -197,11 +198,11 @@ ONNX_MODELS = {
 }
 
 
-def write_models(out_dir: Path) -> list[Path]:
-    """Write `<name>.onnx` for every model into out_dir; return the paths."""
+def write_models(out_dir: Path, models: dict[str, Callable[[], onnx.ModelProto]] = ONNX_MODELS) -> list[Path]:
+    """Write `<name>.onnx` for every model (its builder's defaults) into out_dir; return the paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, build in ONNX_MODELS.items():
+    for name, build in models.items():
         path = out_dir / f"{name}.onnx"
         onnx.save(build(), path)
         paths.append(path)

@@ -5,6 +5,7 @@
     outs = graphopt.interpret(m, x)              # reference semantics (NumPy)
     exe = graphopt.compile(m)                    # canonicalize + fuse + partition + lower + JIT
     outs = exe(x)
+    exe.save("m.gx"); exe = graphopt.load("m.gx")  # a saved Executable: no compile on load
 
 The names below load their modules on first use, so `import graphopt.dialects.graph` (or a
 tool that only parses) loads neither the compiler, the JIT nor llvmlite.
@@ -19,7 +20,9 @@ _EXPORTS = {
     "compile": "graphopt.compiler",
     "from_onnx": "graphopt.onnx_import",
     "interpret": "graphopt.interpreter",
+    "load": "graphopt.compiler",
     "parse": "graphopt.parsing",
+    "register_implementation": "graphopt.backends.implementation",
     "to_onnx": "graphopt.onnx_export",
 }
 """Public name -> the module defining it."""

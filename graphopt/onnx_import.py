@@ -57,7 +57,8 @@ def from_onnx(path_or_model, shapes: dict[str, Sequence[int]] | None = None) -> 
         raise GraphoptError('ONNX import needs the onnx package: pip install "graphopt[onnx]"') from None
     model, base_dir = _load(path_or_model)
     given = {name: _given_shape(name, dims) for name, dims in (shapes or {}).items()}
-    return Importer(model.graph, _default_opset(model), given, base_dir).run()
+    model_name = str(path_or_model) if isinstance(path_or_model, (str, os.PathLike)) else f"'{model.graph.name}'"
+    return Importer(model.graph, _default_opset(model), given, base_dir, model_name).run()
 
 
 def _given_shape(name: str, dims) -> tuple[int, ...]:
@@ -145,11 +146,14 @@ class Scope:
 class Importer:
     """Converts one ONNX graph, node by node, into the function @main."""
 
-    def __init__(self, graph: onnx.GraphProto, opset: int, shapes: dict[str, tuple[int, ...]], base_dir: str):
+    def __init__(self, graph: onnx.GraphProto, opset: int, shapes: dict[str, tuple[int, ...]], base_dir: str,
+                 model_name: str):
         self.graph = graph
         self.opset = opset
         self.shapes = shapes
         self.base_dir = base_dir
+        self.model_name = model_name
+        """The model's path, or its graph's name: unsupported ops name it."""
         initializers = {t.name: _tensor_array(t, f"initializer '{t.name}'", base_dir) for t in graph.initializer}
         self.scope = Scope(GraphBuilder(), initializers)
         self.used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
@@ -220,7 +224,8 @@ class Importer:
         converter = CONVERTERS.get(node.op_type) if node.domain in DEFAULT_DOMAINS else None
         if converter is None:
             domain = f" of domain '{node.domain}'" if node.domain not in DEFAULT_DOMAINS else ""
-            raise GraphoptError(f"{where}: unsupported op type {node.op_type}{domain} (no converter in graphopt)")
+            raise GraphoptError(f"{where}: unsupported op type {node.op_type}{domain} (no converter in graphopt) "
+                                f"in model {self.model_name}")
         for attribute in node.attribute:
             if attribute.name not in converter.attributes:
                 raise GraphoptError(f"{where}: unsupported attribute '{attribute.name}'")
@@ -524,6 +529,25 @@ def elementwise(node: Node) -> list[Tensor]:
     return [result]
 
 
+@converts("Mod", attributes=["fmod"])
+def mod(node: Node) -> list[Tensor]:
+    """Remainder: the sign of the divisor (fmod 0, integers) or of the dividend (fmod 1, C's fmod).
+    Constants fold by NumPy; floats in the graph are a - b * trunc(a / b); integers must fold."""
+    fmod = node.attr("fmod", 0)
+    a, b = node.raw(0), node.raw(1)
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return [(np.fmod if fmod else np.mod)(a, b).astype(np.result_type(a, b))]
+    if node.dtype(0).kind != "f":
+        raise node.unsupported(f"{node.dtype(0)} operands must be constants known at import "
+                               f"(graph.div refuses integers)")
+    if not fmod:
+        raise node.unsupported("floating-point operands need fmod = 1")
+    quotient = node.b.div(node(0), node(1))
+    negative = node.b.cmp(quotient, node.scalar(0.0, quotient), predicate="lt")
+    truncated = node.b.select(negative, node.b.ceil(quotient), node.b.floor(quotient))
+    return [node.b.sub(node(0), node.b.mul(node(1), truncated))]
+
+
 # ----------------------------------------------------------------------------------------
 # Comparisons and logic (results are i1)
 # ----------------------------------------------------------------------------------------
@@ -819,12 +843,19 @@ def pad(node: Node) -> list[Tensor]:
     for i, axis in enumerate(axes):
         pads[axis], pads[rank + axis] = given[i], given[len(axes) + i]
     value = np.asarray(node.attr_or_input("value", 2, 0.0)).reshape(-1)[0]
-    x = node.b.pad(node(0), pads=[max(p, 0) for p in pads], value=float(value))
+    return [padded(node, node(0), pads, float(value))]
+
+
+def padded(node: Node, x: SSAValue, pads: Sequence[int], value: float = 0.0) -> SSAValue:
+    """x padded by `value` (`pads`: all begins, then all ends, as ONNX); negative pads crop."""
+    rank = len(pads) // 2
+    if any(p > 0 for p in pads):
+        x = node.b.pad(x, pads=[max(p, 0) for p in pads], value=value)
     for axis in range(rank):
         if pads[axis] < 0 or pads[rank + axis] < 0:
             size = x.type.get_shape()[axis]
             x = slice_axis(node, x, axis, -min(pads[axis], 0), size + min(pads[rank + axis], 0))
-    return [x]
+    return x
 
 
 # ----------------------------------------------------------------------------------------
@@ -1165,6 +1196,66 @@ def conv(node: Node) -> list[Tensor]:
     return [y]
 
 
+@converts("ConvTranspose", attributes=["auto_pad", "dilations", "group", "kernel_shape", "output_padding", "pads",
+                                      "strides"])
+def conv_transpose(node: Node) -> list[Tensor]:
+    """The gradient of Conv: a stride-1 conv2d of the input with stride - 1 zeros inserted between
+    its elements and padded by dilation * (kernel - 1) - pads (+ output_padding at the end), with
+    the weights [C, M/group, ...] flipped and their channel axes swapped. 1-D runs as 2-D
+    with a unit height."""
+    b, dims, w_dims = node.b, node.shape(0), node.shape(1)
+    if len(dims) not in (3, 4) or len(w_dims) != len(dims):
+        raise node.unsupported(f"only 1-D and 2-D transposed convolutions (input [N, C, L] or [N, C, H, W], "
+                               f"weights of the same rank) are supported, got shapes {list(dims)} and {list(w_dims)}")
+    spatial = len(dims) - 2
+    groups = node.attr("group", 1)
+    if dims[1] != w_dims[0] or dims[1] % groups:
+        raise node.unsupported(f"weights of shape {list(w_dims)} do not fit an input of shape {list(dims)} "
+                               f"in {groups} groups (weights [C, M/group, ...] with C the input channels)")
+    if list(node.attr("kernel_shape", w_dims[2:])) != list(w_dims[2:]):
+        raise node.unsupported(f"kernel_shape {node.attr('kernel_shape')} differs from the weights' {list(w_dims[2:])}")
+    auto_pad = node.attr("auto_pad", "NOTSET")
+    if auto_pad not in ("NOTSET", "VALID"):
+        raise node.unsupported(f"auto_pad '{auto_pad}' is not supported (only NOTSET and VALID; give pads)")
+    ones, zeros = [1] * spatial, [0] * spatial
+    pads = node.attr("pads", zeros * 2) if auto_pad == "NOTSET" else zeros * 2
+
+    def lifted(values: Sequence[int], fill: int) -> list[int]:
+        return [fill, *values] if spatial == 1 else list(values)
+
+    (h, w), (kh, kw) = lifted(dims[2:], 1), lifted(w_dims[2:], 1)
+    (sh, sw), (dh, dw) = lifted(node.attr("strides", ones), 1), lifted(node.attr("dilations", ones), 1)
+    output_padding = lifted(node.attr("output_padding", zeros), 0)
+    begins, ends = lifted(pads[:spatial], 0), lifted(pads[spatial:], 0)
+    n, c, m = dims[0], dims[1], w_dims[1] * groups
+    x = b.reshape(node(0), (n, c, h, w)) if spatial == 1 else node(0)
+    if sh > 1 or sw > 1:  # each element followed by stride - 1 zeros along each axis
+        spread = padded(node, b.reshape(x, (n, c, h, 1, w, 1)), [0] * 6 + [0, 0, 0, sh - 1, 0, sw - 1])
+        x = b.reshape(spread, (n, c, h * sh, w * sw))
+    edges = [d * (k - 1) for d, k in ((dh, kh), (dw, kw))]
+    border = [edges[0] - begins[0], edges[1] - begins[1],
+              edges[0] - ends[0] + output_padding[0] - (sh - 1), edges[1] - ends[1] + output_padding[1] - (sw - 1)]
+    x = padded(node, x, [0, 0, *(min(p, 0) for p in border[:2]), 0, 0, *(min(p, 0) for p in border[2:])])
+    swapped = (groups, c // groups, m // groups, kh, kw)
+
+    def conv_weights_in_graph(weights: SSAValue) -> SSAValue:
+        weights = b.transpose(b.reshape(weights, swapped), perm=[0, 2, 1, 3, 4])
+        weights = b.reshape(weights, (m, c // groups, kh, kw))
+        return slice_axis(node, slice_axis(node, weights, 2, -1, -kh - 1, -1), 3, -1, -kw - 1, -1)
+
+    def conv_weights_at_import(weights: np.ndarray) -> np.ndarray:
+        weights = weights.reshape(swapped).transpose(0, 2, 1, 3, 4).reshape(m, c // groups, kh, kw)
+        return np.ascontiguousarray(weights[:, :, ::-1, ::-1])
+
+    weights = node.transformed(1, conv_weights_at_import, conv_weights_in_graph)
+    y = b.conv2d(x, weights, strides=[1, 1], dilations=[dh, dw], padding=[max(p, 0) for p in border], groups=groups)
+    if spatial == 1:
+        y = b.reshape(y, (n, m, y.type.get_shape()[3]))
+    if node.has(2):
+        y = b.add(y, per_channel(node, 2, len(dims)))
+    return [y]
+
+
 POOL_ATTRIBUTES = ["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides"]
 
 
@@ -1186,3 +1277,93 @@ def pool(node: Node) -> list[Tensor]:
         y = node.b.avg_pool2d(win.x, kernel=win.kernel, strides=win.strides, padding=win.padding,
                               count_include_pad=include)
     return [win.restored(node, y)]
+
+
+# ----------------------------------------------------------------------------------------
+# Resize
+# ----------------------------------------------------------------------------------------
+
+SOURCE_COORDINATES = {
+    "half_pixel": lambda out, size, scale, length: (out + 0.5) / scale - 0.5,
+    "half_pixel_symmetric": lambda out, size, scale, length:
+        size / 2 * (1 - length / (scale * size)) + (out + 0.5) / scale - 0.5,
+    "pytorch_half_pixel": lambda out, size, scale, length:
+        (out + 0.5) / scale - 0.5 if length > 1 else np.zeros_like(out),
+    "align_corners": lambda out, size, scale, length:
+        out * (size - 1) / (length - 1) if length > 1 else np.zeros_like(out),
+    "asymmetric": lambda out, size, scale, length: out / scale,
+}  # fmt: skip
+"""coordinate_transformation_mode: where output index `out` (of `length`) samples an axis of
+`size` resized by `scale`."""
+NEAREST_ROUNDING = {
+    "round_prefer_floor": lambda x: np.ceil(x - 0.5),
+    "round_prefer_ceil": lambda x: np.floor(x + 0.5),
+    "floor": np.floor,
+    "ceil": np.ceil,
+}
+
+
+@converts("Resize", attributes=["mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a",
+                                "exclude_outside", "extrapolation_value", "antialias", "axes",
+                                "keep_aspect_ratio_policy"])
+def resize(node: Node) -> list[Tensor]:
+    """Nearest: one gather of the source indices per resized axis. Linear: per resized axis, the
+    two neighbouring source elements gathered and mixed by their constant weights (separable, so
+    bilinear is exact). Scales or sizes must be constant. Opset 10 (no roi input) samples
+    asymmetrically and rounds nearest down (up where it shrinks), as ONNX Runtime does."""
+    dims = node.shape(0)
+    rank = len(dims)
+    mode = node.attr("mode", "nearest")
+    if mode not in ("nearest", "linear"):
+        raise node.unsupported(f"mode '{mode}' is not supported (only 'nearest' and 'linear')")
+    if mode == "linear" and node.dtype(0).kind != "f":
+        raise node.unsupported(f"linear mode needs a floating-point input, got {node.dtype(0)}")
+    if node.attr("antialias", 0):
+        raise node.unsupported("antialias = 1 is not supported")
+    if node.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+        raise node.unsupported(f"keep_aspect_ratio_policy '{node.attr('keep_aspect_ratio_policy')}' is not "
+                               f"supported (only 'stretch')")
+    opset10 = node.opset < 11
+    transform = "asymmetric" if opset10 else node.attr("coordinate_transformation_mode", "half_pixel")
+    if transform not in SOURCE_COORDINATES:
+        raise node.unsupported(f"coordinate_transformation_mode '{transform}' is not supported "
+                               f"(supported: {', '.join(SOURCE_COORDINATES)})")
+    axes = node.axes(node.attr("axes", range(rank)), rank)
+    scales = node.constant(1 if opset10 else 2, "scales", np.zeros(0)).reshape(-1)
+    sizes = None if opset10 else node.constant(3, "sizes", None)
+    if sizes is not None and sizes.size:
+        lengths = [int(v) for v in sizes.reshape(-1)]
+        scales = [np.float32(length) / np.float32(dims[axis]) for axis, length in zip(axes, lengths)]
+    elif len(scales):
+        lengths = [int(np.floor(np.float32(dims[axis]) * np.float32(s))) for axis, s in zip(axes, scales)]  # as ORT
+    else:
+        raise node.unsupported("needs constant scales or sizes")
+    if len(lengths) != len(axes) or any(length < 1 for length in lengths):
+        raise node.unsupported(f"output sizes {lengths} do not fit axes {axes} of the input shape {list(dims)}")
+    nearest_mode = node.attr("nearest_mode", "round_prefer_floor")
+    if nearest_mode not in NEAREST_ROUNDING:
+        raise node.unsupported(f"nearest_mode '{nearest_mode}' is not supported")
+    y = node(0)
+    for axis, scale, length in zip(axes, scales, lengths):
+        size = dims[axis]
+        if size == length and scale == 1:  # every transformation maps an axis onto itself
+            continue
+        out, scale = np.arange(length, dtype=np.float32), np.float32(scale)  # float32 arithmetic, as ORT
+        source = SOURCE_COORDINATES[transform](out, np.float32(size), scale, np.float32(length))
+        if mode == "linear":
+            y = linearly_resampled(node, y, axis, np.clip(source, 0, size - 1))
+            continue
+        rounding = (np.ceil if scale < 1 else np.floor) if opset10 else NEAREST_ROUNDING[nearest_mode]
+        y = node.b.gather(y, node.b.constant(np.clip(rounding(source), 0, size - 1).astype(np.int64)), axis=axis)
+    return [y]
+
+
+def linearly_resampled(node: Node, x: SSAValue, axis: int, source: np.ndarray) -> SSAValue:
+    """x sampled along `axis` at the fractional indices `source`: a mix of the two neighbours."""
+    b, dims = node.b, x.type.get_shape()
+    below = np.floor(source).astype(np.int64)
+    above = np.minimum(below + 1, dims[axis] - 1)
+    dtype = numpy_dtype(x.type.get_element_type())
+    weight = (source - below).astype(dtype).reshape(-1, *[1] * (len(dims) - axis - 1))
+    low, high = b.gather(x, b.constant(below), axis=axis), b.gather(x, b.constant(above), axis=axis)
+    return b.add(low, b.mul(b.sub(high, low), b.constant(weight)))

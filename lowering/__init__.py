@@ -10,6 +10,7 @@ PASSES = {
     "convert-graph-to-linalg": ("convert_graph_to_linalg", "ConvertGraphToLinalgPass"),
     "share-kernel-code": ("share_kernel_code", "ShareKernelCodePass"),
     "mark-row-local": ("mark_row_local", "MarkRowLocalPass"),
+    "split-rows": ("split_rows", "SplitRowsPass"),
     "fuse-row-loops": ("fuse_row_loops", "FuseRowLoopsPass"),
     "convert-arith-to-llvm": ("convert_arith_to_llvm", "ConvertArithToLLVMPass"),
     "convert-math-to-llvm": ("convert_math_to_llvm", "ConvertMathToLLVMPass"),

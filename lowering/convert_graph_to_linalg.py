@@ -34,19 +34,20 @@ multiply-adds `contract` so they become FMAs. Row reductions (softmax, log_softm
 layer_norm) keep row statistics in row-sized buffers. On the CPU, two ops call ukernels
 (`ukernels.py`) instead: a matmul whose b is an f32 constant calls the packed GEMM ukernel
 (`packed_gemm.py`) on b's panels, packed here and passed as a constant argument after the
-others; an f32 conv2d of one group with a deep window calls the direct convolution ukernel
+others; an f32 depthwise conv2d calls the depthwise convolution ukernel (`depthwise_conv.py`)
+on x, and an f32 conv2d with a deep window per group the direct convolution ukernel
 (`direct_conv.py`) on the stride-phase copy of x. What cannot be lowered raises
 `Unsupported`; `supports(op)` returns its reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
@@ -63,7 +64,9 @@ from graphopt.lowering.linalg.pool import lower_pool2d
 from graphopt.lowering.linalg.reduction import COMBINES, lower_layer_norm, lower_reduce, lower_softmax
 from graphopt.lowering.linalg.scalar import SCALAR_BUILDERS
 from graphopt.lowering.linalg.schedule import SCHEDULES, PlainSchedule
+from graphopt.lowering.split_rows import WORK_ATTR
 from graphopt.transforms.subgraph import single_op_kernel_name
+from graphopt.transforms.work import group_work
 
 
 LOWERINGS: dict[str, Callable[[Kernel, graph.GraphOp, SSAValue], None]] = {
@@ -145,6 +148,25 @@ def kernel_sources(main: func.FuncOp, backend: str | None = None) -> list[tuple[
     return sources
 
 
+def kernel_names(groups: Sequence[Operation]) -> list[str]:
+    """Each group's kernel name, as the convert-graph-to-* passes name it in its function
+    (`kernel_sources`), made unique among `groups` with a suffix `_<n>` where two share one:
+    what a backend compiling these groups names their kernels."""
+    names: dict[Operation, str] = {}
+    for function in dict.fromkeys(group.parent_op() for group in groups):
+        if isinstance(function, func.FuncOp) and function.body.blocks:
+            names.update(kernel_sources(function))
+    unique: list[str] = []
+    for group in groups:
+        name = names.get(group) or Group.of(group).name
+        candidate, n = name, 0
+        while candidate in unique:
+            n += 1
+            candidate = f"{name}_{n}"
+        unique.append(candidate)
+    return unique
+
+
 def replace_module_contents(module: ModuleOp, ops: list[Operation]) -> None:
     """Erase everything in `module` and put `ops` there instead."""
     for old in reversed(list(module.body.block.ops)):
@@ -170,7 +192,10 @@ def lower_group(
         _lower_anchored(kernel, heavy[0])
     else:
         _lower_elementwise(kernel)
-    return kernel.finish(pack_weights)
+    function = kernel.finish(pack_weights)
+    work = group_work(op)
+    function.attributes[WORK_ATTR] = IntegerAttr(max(work.flops, work.bytes // 4), i64)
+    return function
 
 
 def supports(op: Operation) -> str | None:

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 VECTOR = 16
 """f32 lanes of one AVX-512 register, the vector width the ukernels are written for."""
@@ -48,10 +48,14 @@ class LLVMText:
 
     def value(self, instruction: str) -> str:
         """`%vN = instruction` with a fresh N; returns `%vN`."""
-        self.count += 1
-        name = f"%v{self.count}"
+        name = self.fresh()
         self.emit(f"  {name} = {instruction}")
         return name
+
+    def fresh(self) -> str:
+        """A value name `%vN` not used yet."""
+        self.count += 1
+        return f"%v{self.count}"
 
     def pointer(self, base: str, offset: int | str) -> str:
         """A pointer `offset` floats past `base` (0: `base` itself)."""
@@ -99,15 +103,22 @@ def store(vector: str, pointer: str, lanes: int = VECTOR) -> str:
     return f"  call void @llvm.masked.store.v16f32.p0({VECTOR_TYPE} {vector}, ptr {pointer}, i32 4, <16 x i1> {mask(lanes)})"
 
 
-def load(result: str, pointer: str, lanes: int = VECTOR) -> str:
-    """Load `lanes` floats at `pointer` into `result` (under a mask, the other lanes 0, when not all)."""
-    if lanes == VECTOR:
+def load(result: str, pointer: str, lanes: int | Sequence[bool] = VECTOR) -> str:
+    """Load floats at `pointer` into `result`: the first `lanes`, or the lanes where `lanes` is
+    true (under a mask, the other lanes 0, when not all)."""
+    valid = [lane < lanes for lane in range(VECTOR)] if isinstance(lanes, int) else list(lanes)
+    if all(valid):
         return f"  {result} = load {VECTOR_TYPE}, ptr {pointer}, align 4"
     return (
-        f"  {result} = call {VECTOR_TYPE} @llvm.masked.load.v16f32.p0(ptr {pointer}, i32 4, <16 x i1> {mask(lanes)}, "
+        f"  {result} = call {VECTOR_TYPE} @llvm.masked.load.v16f32.p0(ptr {pointer}, i32 4, <16 x i1> {lane_mask(valid)}, "
         f"{VECTOR_TYPE} zeroinitializer)"
     )
 
 
 def mask(lanes: int) -> str:
-    return "<" + ", ".join(f"i1 {int(lane < lanes)}" for lane in range(VECTOR)) + ">"
+    return lane_mask([lane < lanes for lane in range(VECTOR)])
+
+
+def lane_mask(valid: Sequence[bool]) -> str:
+    """An <16 x i1> constant, true in the lanes where `valid` is."""
+    return "<" + ", ".join(f"i1 {int(bit)}" for bit in valid) + ">"

@@ -4,15 +4,14 @@ Each stage is xDSL pass-pipeline text, the text `graph-opt -p` takes, parsed aga
 and graphopt's lowering passes (which graph-opt registers too). The cpu backend, the JIT, the cuda backend's PTX and graph-opt's
 `--lower-to-linalg`, `--lower-to-llvm`, `-t llvm` and `-t ptx` all run these stages:
 
-    CPU.spec("to-kernels", "kernels")         # "convert-graph-to-linalg{backend=cpu},share-kernel-code,mark-row-local"
+    CPU.spec("to-kernels", "kernels")         # "convert-graph-to-linalg{backend=cpu},share-kernel-code,mark-row-local,split-rows{...}"
     CPU.apply(module, "llvm", alignment=16)   # kernels -> llvm dialect, in place
 
 CPU stages: `to-kernels` (@main's groups -> one func.func per group on memrefs, linalg),
 `kernels` (what the cpu backend adds to the kernels: one function for kernels with the same
-code, row-local marks), `llvm` (-> llvm dialect; `alignment`:
+code, row-local marks, and with `threads` > 1 (default 1) row chunks of large kernels), `llvm` (-> llvm dialect; `alignment`:
 bytes promised for kernel pointer arguments). The cpu backend lowers the groups it is given
-one by one, as `to-kernels` does for @main's, then runs `kernels` and `llvm`. (Its row-chunk
-variants for threads > 1 are not a stage yet: the backend makes them after `kernels`.)
+one by one, as `to-kernels` does for @main's, then runs `kernels` (with its threads) and `llvm`.
 CUDA stages: `to-kernels` (-> cuda kernels and host launchers), `nvvm` (the device kernels
 -> llvm dialect with NVVM intrinsics).
 """
@@ -20,7 +19,7 @@ CUDA stages: `to-kernels` (-> cuda kernels and host launchers), `nvvm` (the devi
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -28,18 +27,21 @@ from xdsl.passes import PassPipeline
 from xdsl.transforms import get_all_passes as get_xdsl_passes
 
 from graphopt.lowering import get_all_passes
+from graphopt.lowering.split_rows import PARALLEL_MIN_WORK
 
 
 @dataclass(frozen=True)
 class Target:
-    """A backend's lowering: named stages of pass-pipeline text (with `{option}` fields)."""
+    """A backend's lowering: named stages of pass-pipeline text (with `{option}` fields, filled
+    from the options given, else from `defaults`)."""
 
     name: str
     stages: dict[str, str]
+    defaults: dict[str, object] = field(default_factory=dict)
 
     def spec(self, *stages: str, **options: object) -> str:
         """The pipeline text of `stages`, in the order given, with `options` filled in."""
-        return ",".join(self.stages[stage].format(**options) for stage in stages)
+        return ",".join(self.stages[stage].format(**{**self.defaults, **options}) for stage in stages)
 
     def pipeline(self, *stages: str, **options: object) -> PassPipeline:
         return parsed_pipeline(self.spec(*stages, **options))
@@ -61,7 +63,7 @@ CPU = Target(
     "cpu",
     {
         "to-kernels": "convert-graph-to-linalg{{backend=cpu}}",
-        "kernels": "share-kernel-code,mark-row-local",
+        "kernels": "share-kernel-code,mark-row-local,split-rows{{threads={threads} min-work={min_work}}}",
         "llvm": ",".join([
             "linalg-generalize-named-ops",
             "convert-linalg-to-loops",
@@ -76,6 +78,7 @@ CPU = Target(
             "reconcile-unrealized-casts",
         ]),
     },
+    {"threads": 1, "min_work": PARALLEL_MIN_WORK},
 )
 
 CUDA = Target(

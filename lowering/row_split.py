@@ -89,7 +89,7 @@ def row_split(kernel: func.FuncOp) -> RowSplit | None:
                 whole.add(operand)
     outputs = [o for g in generics for o in g.outputs] + [c.arguments[-1] for c in calls]
     written_args = {o for o in outputs if o in args}
-    if sliced & whole or written_args - sliced:
+    if sliced & whole or written_args - sliced or 0 in extents:  # no rows: nothing to split
         return None
     units = math.gcd(*extents)
     row_bytes = tuple(

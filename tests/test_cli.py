@@ -144,9 +144,9 @@ def test_shorthand_flag_of_missing_pass_fails_only_when_used(add_relu: Path, mon
 
 def test_stage_flag_ends_the_pipeline(add_relu: Path):
     tool = graph_opt.GraphOptMain([str(add_relu), "--lower-to-linalg", "-p", "cse", "--fuse"])
-    assert tool.args.passes == "fuse,cse,convert-graph-to-linalg{backend=cpu},mark-row-local"
+    assert tool.args.passes == "fuse,cse,convert-graph-to-linalg{backend=cpu},share-kernel-code,mark-row-local,split-rows{threads=1 min-work=131072}"
     tool = graph_opt.GraphOptMain([str(add_relu), "--lower-to-llvm"])
-    assert tool.args.passes.startswith("convert-graph-to-linalg{backend=cpu},mark-row-local,linalg-generalize-named-ops,")
+    assert tool.args.passes.startswith("convert-graph-to-linalg{backend=cpu},share-kernel-code,mark-row-local,split-rows{threads=1 min-work=131072},linalg-generalize-named-ops,")
     assert tool.args.passes.endswith(",reconcile-unrealized-casts")
 
 
@@ -326,3 +326,13 @@ def test_graph_run_check_tolerance(actual, expected, ok):
 def test_graph_run_conflicting_options(add_relu: Path, args, message, capsys):
     code, _, err = run_in_process(graph_run.main, add_relu, *args, capsys=capsys)
     assert code == 2 and message in err
+
+
+def test_a_reader_that_stops_early_gets_no_error_message():
+    """`graph-opt x.mlir | head`: the closed pipe ends graph-opt quietly, without a traceback."""
+    source = Path(__file__).parent / "filecheck" / "partition" / "greedy.mlir"
+    tool = subprocess.Popen([sys.executable, "-m", "graphopt.tools.graph_opt", str(source), "--split-input-file", "--fuse"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    tool.stdout.read(10)
+    tool.stdout.close()
+    assert tool.stderr.read() == b"" and tool.wait() in (0, 1)

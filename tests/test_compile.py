@@ -416,3 +416,22 @@ def test_calls_from_two_threads_at_once():
     for results, want in zip(runs, expected):
         for result in results:
             compare(result, want, F32_REDUCE)
+
+
+def test_a_call_in_main_is_refused_with_its_callee():
+    module = graphopt.parse(
+        "func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = graph.relu %x : tensor<4xf32>\n  func.return %0 : tensor<4xf32>\n}\n"
+        "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %0 = func.call @f(%x) : (tensor<4xf32>) -> tensor<4xf32>\n  func.return %0 : tensor<4xf32>\n}"
+    )
+    with pytest.raises(graphopt.GraphoptError, match=r"'func.call' in @main \(a call of @f: inline it\): compile runs graph ops only"):
+        graphopt.compile(module)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_tensors_without_elements_compile(threads):
+    b = GraphBuilder()
+    x = b.input("x", (0, 3))
+    module = b.finish(b.relu(b.add(x, b.constant(np.zeros((0, 3), np.float32)))))
+    (result,) = graphopt.compile(module, threads=threads)(np.zeros((0, 3), np.float32))
+    assert result.shape == (0, 3) and result.dtype == np.float32

@@ -1,6 +1,7 @@
 """conv2d and pooling groups as the cpu backend compiles them (one thread, and split by rows over
 two), against the interpreter: the conv schedule over stride phases with its blocks of output
-channels and a zero pad folded into its padding (by canonicalize, as compile runs it), and pooling with an elementwise prologue."""
+channels (also with the ukernels turned off) and a zero pad folded into its padding (by
+canonicalize, as compile runs it), and pooling with an elementwise prologue."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from test_graph_to_linalg import sample, tensor
 from xdsl.dialects.func import FuncOp
 
 import graphopt
-from graphopt.backends import cpu, get_backend
+from graphopt.backends import get_backend
 from graphopt.dialects import graph
 from graphopt.dialects.shapes import conv2d, pool2d
+from graphopt.lowering import depthwise_conv, direct_conv
 from graphopt.lowering.convert_graph_to_linalg import lower_group
+from graphopt.lowering.pipelines import CPU
 from graphopt.lowering.row_split import row_split
 from graphopt.parsing import make_context
 from graphopt.transforms.canonicalize import CanonicalizePass
@@ -39,7 +42,7 @@ def group_module(inputs: list[tuple[int, ...]], body: str, result: tuple[int, ..
 @pytest.fixture(autouse=True)
 def split_small_kernels(monkeypatch):
     """Small kernels split by rows too, so that two threads run two row chunks."""
-    monkeypatch.setattr(cpu, "PARALLEL_MIN_WORK", 0)
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
 
 
 def check_group(module, arrays, rtol=1e-4, atol=1e-5):
@@ -98,6 +101,22 @@ def test_conv2d_bias_relu(x, w, strides, dilations, padding, groups, pad_op):
     module = group_module([x, w, bias], body, out)
     CanonicalizePass().apply(make_context(), module)
     check_group(module, [sample(x), sample(w, seed=1, specials=False), sample(bias, seed=2)])
+
+
+@pytest.mark.parametrize("x, w, strides, dilations, padding, groups", CONVOLUTIONS)
+def test_conv2d_loop_nest(x, w, strides, dilations, padding, groups, monkeypatch):
+    """The loop nest on f32 (the ukernels turned off): its blocks of 4, 2 and 1 output channels."""
+    monkeypatch.setattr(direct_conv, "applies", lambda *types: False)
+    monkeypatch.setattr(depthwise_conv, "applies", lambda *types: False)
+    out = conv2d(x, w, strides, dilations, padding, groups)
+    attributes = (
+        f"strides = {array(strides)}, dilations = {array(dilations)}, groups = {groups} : i64, padding = {array(padding)}"
+    )
+    body = f"    %y = graph.conv2d %a0, %a1 {{{attributes}}} : ({tensor(x)}, {tensor(w)}) -> {tensor(out)}\n"
+    module = group_module([x, w], body, out)
+    group = next(op for op in module.walk() if isinstance(op, graph.FusedOp))
+    assert "graphopt_sconv" not in str(lower_group(group, "k"))
+    check_group(module, [sample(x), sample(w, seed=1, specials=False)], atol=1e-4)  # sums of up to 200 products
 
 
 def test_conv2d_f64():

@@ -166,6 +166,24 @@ def test_zero_pad_in_the_group_folds_into_padding(
     )
 
 
+@pytest.mark.parametrize(
+    "x_shape, w_shape, strides, groups",
+    [
+        ((2, 24, 9, 11), (24, 8, 3, 3), (1, 1), 3),  # RegNet's group width 8
+        ((1, 16, 10, 21), (32, 8, 3, 3), (2, 2), 2),  # 16 output channels per group: two tiles
+        ((3, 12, 7, 5), (6, 4, 4, 4), (1, 2), 3),  # 2 output channels per group
+        ((1, 192, 5, 7), (24, 64, 1, 1), (1, 1), 3),  # ShuffleNet's grouped 1x1
+    ],
+)
+def test_grouped_convs_match_interpreter(x_shape, w_shape, strides, groups):
+    """Each group reads its own input channels and writes its own output channels."""
+    module = conv_layer(
+        x_shape, sample(w_shape, seed=1, specials=False), strides, padding=(1, 0, 1, 2), groups=groups
+    )
+    assert len(direct_calls(module)) == 1
+    check_compiled(module, sample(x_shape), threads=2)
+
+
 @pytest.mark.parametrize("specials_in", ["x", "w"])
 @pytest.mark.parametrize(
     "x_shape, w_shape, padding",
@@ -188,11 +206,11 @@ def test_nan_inf_and_signed_zeros_match_interpreter(
 
 
 @st.composite
-def deep_convs(draw):
-    """x, w, strides, dilations and padding of a conv2d whose depth C * KH * KW is at least MIN_DEPTH."""
+def ukernel_convs(draw):
+    """x, w, strides, dilations, padding and groups of a conv2d of 2 to 12 input channels per group."""
     kernel = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
-    least = -(-direct_conv.MIN_DEPTH // (kernel[0] * kernel[1]))
-    channels = draw(st.integers(least, least + 3))
+    groups = draw(st.integers(1, 3))
+    channels = draw(st.integers(2, 12)) * groups
     strides = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
     dilations = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
     padding = tuple(draw(st.integers(0, 2)) for _ in range(4))
@@ -202,37 +220,40 @@ def deep_convs(draw):
     ):
         out, extra = draw(st.integers(1, 20)), draw(st.integers(0, s - 1))
         sizes.append(max(1, (out - 1) * s + (k - 1) * d + 1 - before - after + extra))
-    w_shape = (draw(st.integers(1, 12)), channels, *kernel)
+    w_shape = (draw(st.integers(1, 6)) * groups, channels // groups, *kernel)
     return (
         (draw(st.integers(1, 2)), channels, *sizes),
         w_shape,
         strides,
         dilations,
         padding,
+        groups,
     )
 
 
 @settings(max_examples=10, deadline=None)
-@given(conv=deep_convs(), seed=st.integers(0, 2**16))
-def test_any_deep_conv_matches_interpreter(conv, seed):
-    x_shape, w_shape, strides, dilations, padding = conv
+@given(conv=ukernel_convs(), seed=st.integers(0, 2**16))
+def test_any_ukernel_conv_matches_interpreter(conv, seed):
+    x_shape, w_shape, strides, dilations, padding, groups = conv
     rng = np.random.default_rng(seed)
     w = rng.standard_normal(w_shape).astype(np.float32)
-    module = conv_layer(x_shape, w, strides, dilations, padding)
+    module = conv_layer(x_shape, w, strides, dilations, padding, groups)
     assert len(direct_calls(module)) == 1
     check_compiled(module, rng.standard_normal(x_shape).astype(np.float32))
 
 
-def test_only_deep_f32_ungrouped_convs_are_ukernels():
+def test_f32_convs_not_depthwise_are_ukernels():
     def calls(x_shape, w_shape, dtype="f32", groups=1):
         return direct_calls(
             conv_layer(x_shape, sample(w_shape, dtype, specials=False), groups=groups)
         )
 
-    assert len(calls((1, 16, 6, 6), (4, 16, 2, 2))) == 1  # depth 64
-    assert calls((1, 7, 6, 6), (4, 7, 3, 3)) == []  # depth 63
-    assert calls((1, 1, 28, 28), (8, 1, 5, 5)) == []  # MNIST's first conv: depth 25
-    assert calls((1, 32, 6, 6), (4, 16, 3, 3), groups=2) == []  # depth 144 per group
+    assert len(calls((1, 16, 6, 6), (4, 16, 2, 2))) == 1
+    assert len(calls((1, 2, 6, 6), (4, 2, 1, 1))) == 1  # 2 channels of a 1x1
+    assert calls((1, 1, 28, 28), (8, 1, 5, 5)) == []  # MNIST's first conv: 1 channel, depthwise
+    assert len(calls((1, 32, 6, 6), (4, 16, 3, 3), groups=2)) == 1
+    assert len(calls((1, 32, 6, 6), (16, 2, 3, 3), groups=16)) == 1  # 2 channels per group
+    assert calls((1, 8, 6, 6), (16, 1, 3, 3), groups=8) == []  # depthwise: its own ukernel
     assert calls((1, 16, 6, 6), (4, 16, 3, 3), "f64") == []
 
 

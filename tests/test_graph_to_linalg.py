@@ -11,6 +11,7 @@ from xdsl.dialects.linalg.ops import GenericOp, YieldOp
 
 import graphopt
 from graphopt.dialects import graph
+from graphopt.lowering import depthwise_conv, direct_conv
 from graphopt.lowering.convert_graph_to_linalg import ConvertGraphToLinalgPass, supports
 from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR
 from graphopt.transforms.canonicalize import CanonicalizePass
@@ -577,6 +578,13 @@ def test_float_reductions_accumulate_with_reassoc(op_text, result):
 # Convolution and pooling (numerics through the JIT: tests/test_compile_anchors.py)
 # ----------------------------------------------------------------------------------------
 
+@pytest.fixture
+def loop_nest(monkeypatch):
+    """The conv2d loop nest on f32: the direct and depthwise ukernels turned off."""
+    monkeypatch.setattr(direct_conv, "applies", lambda *types: False)
+    monkeypatch.setattr(depthwise_conv, "applies", lambda *types: False)
+
+
 CONV = """
 func.func @main(%x: tensor<1x4x7x7xf32>, %w: tensor<6x2x3x3xf32>, %b: tensor<6x1x1xf32>) -> tensor<1x6x4x4xf32> {
   %0 = graph.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64}
@@ -587,7 +595,7 @@ func.func @main(%x: tensor<1x4x7x7xf32>, %w: tensor<6x2x3x3xf32>, %b: tensor<6x1
 """
 
 
-def test_conv2d_reads_stride_phases_of_x_and_sums_over_flat_output_positions():
+def test_conv2d_reads_stride_phases_of_x_and_sums_over_flat_output_positions(loop_nest):
     (kernel,) = kernels(CONV)
     phases, acc = data_buffers(kernel)
     # x [1, 4, 7, 7] padded to 9 x 9, split by stride 2 into 2 x 2 phases of rows of R = 5
@@ -609,7 +617,7 @@ def test_conv2d_reads_stride_phases_of_x_and_sums_over_flat_output_positions():
     assert epilogue.outputs[0] is kernel.body.block.args[-1]
 
 
-def test_conv2d_body_computes_a_block_of_output_channels_with_fused_multiply_adds():
+def test_conv2d_body_computes_a_block_of_output_channels_with_fused_multiply_adds(loop_nest):
     text = CONV.replace("groups = 2 : i64", "groups = 1 : i64").replace("6x2x3x3", "8x4x3x3")
     text = text.replace("1x6x4x4", "1x8x4x4").replace("6x1x1", "8x1x1")
     (kernel,) = kernels(text)
@@ -625,7 +633,7 @@ def test_conv2d_body_computes_a_block_of_output_channels_with_fused_multiply_add
 
 
 @pytest.mark.parametrize("value, folded", [(0.0, True), (-0.0, False), (1.0, False)])
-def test_conv2d_lowers_a_zero_pad_canonicalize_folded_into_its_padding(value, folded):
+def test_conv2d_lowers_a_zero_pad_canonicalize_folded_into_its_padding(value, folded, loop_nest):
     """canonicalize folds a zero pad of H and W into the conv's padding (compile runs it)."""
     text = f"""
 func.func @main(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x6x5xf32> {{

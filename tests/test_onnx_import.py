@@ -105,6 +105,11 @@ def case(op_type: str, *inputs, opset: int = 17, outputs: int = 1, **attributes)
     return NodeCase(op_type, list(inputs), attributes, opset, outputs)
 
 
+def floats(*values: float) -> Const:
+    return Const(np.asarray(values, np.float32))
+
+
+NO_ROI = floats()
 X4 = normal(2, 3, 6, 6)
 X1D = normal(2, 3, 10)
 SPECIAL = np.asarray([[np.nan, np.inf, -np.inf, 0.0], [1.5, -2.0, np.nan, -np.inf]], np.float32)
@@ -323,6 +328,38 @@ NODE_CASES = [
     case("MaxPool", X1D, kernel_shape=[2], auto_pad="SAME_UPPER", opset=9),
     case("AveragePool", X1D, kernel_shape=[3], pads=[1, 1], count_include_pad=1, opset=11),
     case("AveragePool", X1D, kernel_shape=[4], strides=[3], auto_pad="SAME_LOWER", opset=19),
+    case("Mod", normal(3, 4) * 5, positive(4) - 1.25, fmod=1),
+    case("Mod", normal(3, 4) * 5, Const(positive(3, 1)), fmod=1, opset=10),
+    case("Mod", Const(np.arange(-6, 6).reshape(3, 4)), Const(np.asarray([4, -3, 5, 7]))),
+    case("Mod", Const(np.arange(-6, 6, dtype=np.int32)), Const(np.asarray(-4, np.int32)), fmod=1),
+    case("ConvTranspose", normal(2, 3, 5, 5), Const(normal(3, 4, 3, 3))),
+    case("ConvTranspose", normal(2, 3, 5, 5), Const(normal(3, 4, 3, 3)), Const(normal(4)), strides=[2, 2],
+         pads=[1, 1, 1, 1], output_padding=[1, 1], opset=11),
+    case("ConvTranspose", normal(1, 4, 4, 5), Const(normal(4, 2, 3, 2)), strides=[2, 3], dilations=[2, 1],
+         pads=[0, 2, 1, 0], group=2),
+    case("ConvTranspose", normal(1, 4, 4, 5), normal(4, 1, 2, 2), normal(4), strides=[2, 2], group=4,
+         pads=[3, 0, 0, 3]),
+    case("ConvTranspose", normal(2, 3, 5, 5), Const(normal(3, 4, 3, 3)), strides=[2, 2], auto_pad="VALID", opset=9),
+    case("ConvTranspose", X1D, Const(normal(3, 5, 4)), Const(normal(5)), strides=[2], pads=[1, 1]),
+    case("ConvTranspose", normal(2, 4, 7), normal(4, 3, 3), strides=[3], dilations=[2], output_padding=[2], group=2,
+         kernel_shape=[3]),
+    case("Resize", X4, NO_ROI, floats(1, 1, 2, 2)),
+    case("Resize", X4, NO_ROI, floats(1, 1, 2, 3), mode="linear", opset=11),
+    case("Resize", X4, NO_ROI, floats(1, 1, 0.5, 0.6), mode="linear", coordinate_transformation_mode="align_corners"),
+    case("Resize", X4, NO_ROI, floats(1, 1, 1.5, 2.5), coordinate_transformation_mode="asymmetric",
+         nearest_mode="floor"),
+    case("Resize", X4, NO_ROI, floats(1, 1, 1.5, 0.5), nearest_mode="round_prefer_ceil", opset=13),
+    case("Resize", X4, NO_ROI, floats(1, 1, 0.75, 1.8), coordinate_transformation_mode="pytorch_half_pixel",
+         nearest_mode="ceil"),
+    case("Resize", X4, NO_ROI, None, ints(2, 3, 7, 3), mode="linear",
+         coordinate_transformation_mode="pytorch_half_pixel"),
+    case("Resize", X4, NO_ROI, None, ints(2, 3, 8, 9), mode="linear",
+         coordinate_transformation_mode="half_pixel_symmetric", opset=19),
+    case("Resize", X4, None, None, ints(9, 1), axes=[2, 3], mode="linear", opset=18),
+    case("Resize", X4, floats(1, 1, 2, 1.5), opset=10),
+    case("Resize", X4, floats(1, 1, 0.5, 2), mode="linear", opset=10),
+    case("Resize", X1D, NO_ROI, floats(1, 1, 2), mode="linear"),
+    case("Resize", Const(X1D), NO_ROI, None, ints(2, 3, 4)),
 ]
 
 
@@ -548,6 +585,22 @@ UNSUPPORTED = {
         helper.make_node("MaxPool", ["x"], ["y", "indices"], name="mpi", kernel_shape=[2, 2]),
         "MaxPool node 'mpi': output #1 ('indices') is not supported",
     ),
+    "Mod on integers in the graph": (
+        helper.make_node("Mod", ["x", "x"], ["y"], name="m"),
+        "Mod node 'm': int64 operands must be constants known at import",
+    ),
+    "Resize mode": (
+        helper.make_node("Resize", ["x", "", "s"], ["y"], name="up", mode="cubic"),
+        "Resize node 'up': mode 'cubic' is not supported (only 'nearest' and 'linear')",
+    ),
+    "Resize linear on integers": (
+        helper.make_node("Resize", ["x", "", "s"], ["y"], name="up", mode="linear"),
+        "Resize node 'up': linear mode needs a floating-point input, got int64",
+    ),
+    "ConvTranspose auto_pad": (
+        helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="deconv", auto_pad="SAME_UPPER"),
+        "ConvTranspose node 'deconv': auto_pad 'SAME_UPPER' is not supported (only NOTSET and VALID; give pads)",
+    ),
     "dynamic reshape target": (
         helper.make_node("Reshape", ["x", "x"], ["y"], name="rs"),
         "Reshape node 'rs': input #1 (shape) must be a constant known at import",
@@ -561,6 +614,12 @@ def test_unsupported_node_names_op_node_and_what(node, message):
     model = one_node_model(node, shape)
     if node.op_type == "Pad":
         model.graph.initializer.append(numpy_helper.from_array(np.zeros(8, np.int64), "p"))
+    if "floating-point input" in message or node.op_type == "Mod":
+        model.graph.input[0].type.tensor_type.elem_type = TensorProto.INT64
+    if node.op_type == "Resize":
+        model.graph.initializer.append(numpy_helper.from_array(np.asarray([1, 1, 2, 2], np.float32), "s"))
+    if node.op_type == "ConvTranspose":
+        model.graph.initializer.append(numpy_helper.from_array(np.ones((3, 2, 3, 3), np.float32), "w"))
     with pytest.raises(graphopt.GraphoptError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
         graphopt.from_onnx(model)
 
@@ -626,6 +685,15 @@ def test_graph_import_reports_bad_input(dynamic_onnx: Path, args, message, capsy
     code, out, err = run_in_process(graph_import.main, *args, capsys=capsys)
     assert code == 1 and out == ""
     assert err.startswith("graph-import: error: ") and message in err
+
+
+def test_graph_import_names_a_missing_op_its_node_and_the_model(tmp_path: Path, capsys):
+    path = tmp_path / "hardmax.onnx"
+    onnx.save(one_node_model(helper.make_node("Hardmax", ["x"], ["y"], name="hm")), path)
+    code, out, err = run_in_process(graph_import.main, path, capsys=capsys)
+    assert code == 1 and out == ""
+    unsupported = "Hardmax node 'hm': unsupported op type Hardmax (no converter in graphopt)"
+    assert err.strip() == f"graph-import: error: {unsupported} in model {path}"
 
 
 def test_graph_import_rejects_malformed_shape_option(dynamic_onnx: Path, capsys):

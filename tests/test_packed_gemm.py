@@ -13,7 +13,8 @@ from xdsl.dialects.builtin import ModuleOp
 
 import graphopt
 from graphopt.backends import get_backend
-from graphopt.backends.measure import canonical_text, standalone
+from graphopt.backends.measure import canonical_text
+from graphopt.transforms.subgraph import standalone
 from graphopt.builder import GraphBuilder
 from graphopt.dialects import graph
 from graphopt.lowering.convert_graph_to_linalg import ConvertGraphToLinalgPass

@@ -274,6 +274,9 @@ class ExpOnlyTargets:
     def costs(self, pairs):
         return [1e-3 if backend == "slow" else 1e-4 for backend, _ in pairs]
 
+    def binding(self, group):
+        return ("slow", "its name says slow") if group.group_name.data.startswith("slow_") else None
+
 
 @dataclasses.dataclass(frozen=True)
 class ExpOnlyPartitionPass(PartitionPass):
@@ -309,6 +312,9 @@ class SessionTargets:
         return ["own", "library"]
 
     def supports(self, backend, group):
+        return None
+
+    def binding(self, group):
         return None
 
     def costs(self, pairs):
@@ -352,6 +358,31 @@ def test_cost_search_keeps_one_backend_alone_when_its_merged_plan_costs_less():
     SessionPartitionPass(search="cost", max_depth=1).apply(make_context(), module)
     (group,) = top_level_ops(module)
     assert group.backend.data == "library"
+
+
+@pytest.mark.parametrize("search_mode", ["greedy", "cost"])
+@pytest.mark.parametrize("mode", ["compile", "fallback"])
+def test_a_group_the_targets_bind_goes_whole_to_its_backend(search_mode, mode):
+    """Partition asks the targets which groups are bound (`binding`), and never splits, merges
+    or outlines them; it knows no backend by name."""
+    module = graphopt.parse(f"""
+    func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
+      %0 = graph.fused(%x) {{name = "slow_neg_relu_0", mode = "{mode}"}} : (tensor<4xf32>) -> tensor<4xf32> {{
+      ^bb0(%a: tensor<4xf32>):
+        %1 = graph.neg %a : tensor<4xf32>
+        %2 = graph.relu %1 : tensor<4xf32>
+        graph.yield %2 : tensor<4xf32>
+      }}
+      %3 = graph.neg %0 : tensor<4xf32>
+      func.return %3 : tensor<4xf32>
+    }}""")
+    ExpOnlyPartitionPass(search=search_mode).apply(make_context(), module)
+    groups = {g.group_name.data: g for g in top_level_ops(module) if isinstance(g, graph.FusedOp)}
+    assert sorted(groups) == ["neg_0", "slow_neg_relu_0"]
+    bound = groups["slow_neg_relu_0"]
+    assert (bound.backend.data, bound.attributes[PLACEMENT_REASON].data) == ("slow", "its name says slow")
+    assert [op.name for op in bound.body.block.ops] == ["graph.neg", "graph.relu", "graph.yield"]
+    assert groups["neg_0"].backend.data == "fast"
 
 
 def test_the_pass_without_targets_says_so():

@@ -8,7 +8,7 @@ import pytest
 
 import graphopt
 from graphopt.backends import get_backend
-from graphopt.backends.cpu import kernel_names
+from graphopt.lowering.convert_graph_to_linalg import kernel_names
 from graphopt.builder import GraphBuilder
 from graphopt.runtime.arrays import ALIGNMENT
 from graphopt.lowering.pipelines import CPU, CUDA
@@ -22,7 +22,7 @@ def test_stages_are_graph_opt_pipeline_text():
     llvm = CPU.spec("llvm", alignment=16)
     assert llvm.startswith("linalg-generalize-named-ops,convert-linalg-to-loops,fuse-row-loops,")
     assert "convert-func-to-llvm{alignment=16}" in llvm
-    assert [p.name for p in CPU.pipeline("kernels").passes] == ["share-kernel-code", "mark-row-local"]
+    assert [p.name for p in CPU.pipeline("kernels").passes] == ["share-kernel-code", "mark-row-local", "split-rows"]
     assert [p.alignment for p in CPU.pipeline("llvm", alignment=32).passes if p.name == "convert-func-to-llvm"] == [32]
     assert CUDA.pipeline("to-kernels", "nvvm").passes[-1].name == "reconcile-unrealized-casts"
     tool = graph_opt.GraphOptMain(["--lower-to-llvm"])

@@ -1,9 +1,13 @@
-"""transforms/subgraph.py: the one topological order and the one convexity test of the graph level."""
+"""transforms/subgraph.py: the one topological order, convexity test, and extraction (as a group,
+as a function) of the graph level."""
 
+import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graphopt.transforms.subgraph import is_convex, topological_order
+import graphopt
+from graphopt.dialects import graph
+from graphopt.transforms.subgraph import is_convex, outline, standalone, topological_order
 
 DIAMOND = {0: [1, 2], 1: [3], 2: [3], 3: []}
 """0 -> 1 -> 3 and 0 -> 2 -> 3, by successor."""
@@ -49,3 +53,39 @@ def test_convex_means_no_outside_node_is_both_reachable_from_and_reaching_the_se
     after = reachable([s for m in members for s in successors[m]])
     between = {n for n in after - members if reachable(successors[n]) & members}
     assert is_convex(members, successors.__getitem__, position=int) == (not between)
+
+
+def test_outline_reads_each_outside_value_once_in_order_of_first_use():
+    b = graphopt.GraphBuilder()
+    x, w, bias = b.input("x", (4, 8)), b.input("w", (8, 8)), b.input("bias", (8,))
+    product = b.matmul(x, w)
+    total = b.add(product, bias)
+    twice = b.add(total, x)
+    ops = [product.owner, total.owner, twice.owner]
+    group, inputs = outline(ops, [twice, product], "g", mode="fallback")
+    assert inputs == [x, w, bias] and list(group.operands) == [x, w, bias]
+    assert (group.group_name.data, group.mode_name) == ("g", "fallback")
+    body = [op.name for op in group.body.block.ops]
+    assert body == ["graph.matmul", "graph.add", "graph.add", "graph.yield"]
+    assert [r.type for r in group.results] == [twice.type, product.type]
+
+
+def test_outline_sees_operands_through_source_and_reads_outer_values():
+    b = graphopt.GraphBuilder()
+    x, y = b.input("x", (3,)), b.input("y", (3,))
+    negated = b.neg(x)
+    group, inputs = outline([negated.owner], [negated], "g", source=lambda v: y, outer=lambda v: x)
+    assert inputs == [y] and list(group.operands) == [x]
+
+
+def test_standalone_keeps_constant_operands_as_constants():
+    b = graphopt.GraphBuilder()
+    x = b.input("x", (2, 3))
+    scale = b.constant(np.full((3,), 2.0, np.float32))
+    product = b.mul(x, scale)
+    b.finish(product)
+    function = standalone(product.owner)
+    assert [type(op) for op in function.body.block.ops][:2] == [graph.ConstantOp, graph.MulOp]
+    assert [t for t in function.function_type.inputs.data] == [x.type]
+    (result,) = graphopt.interpret(function.parent_op(), np.ones((2, 3), np.float32), entry="group")
+    np.testing.assert_array_equal(result, np.full((2, 3), 2.0, np.float32))

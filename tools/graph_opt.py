@@ -28,6 +28,7 @@ import dataclasses
 import re
 import shutil
 import subprocess
+import os
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
@@ -96,6 +97,9 @@ def exit_on_error(tool: str) -> Iterator[None]:
         warnings.showwarning = show_warning
         try:
             yield
+        except BrokenPipeError:  # the reader of our output stopped (`graph-opt x.mlir | head`)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+            sys.exit(1)
         except TOOL_ERRORS as e:
             print(f"{tool}: {describe_error(e)}", file=sys.stderr)
             sys.exit(1)

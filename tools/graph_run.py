@@ -5,8 +5,11 @@
     graph-run model.mlir --inputs inputs.npz -o out.npz --entry main
     graph-run model.mlir --backend reference          # the interpreter instead of graphopt.compile
     graph-run model.mlir --check --report             # compiled vs interpreter, and where each step ran
+    graph-run model.mlir --no-fallback                # an error if a step would run on the interpreter
     graph-run model.mlir --print-llvm                 # the LLVM IR compile JIT-compiled (as graph-opt -t llvm)
     graph-run model.mlir --profile                    # each step's median time, GFLOP/s and GB/s
+    graph-run model.mlir --save model.gx              # also save the compiled Executable (exe.save)
+    graph-run model.gx --inputs x.npy                 # run a saved Executable (graphopt.load: no compile)
 
 An .npz supplies each argument by its name (`%x` -> "x"), else by position (arr_0, arr_1, ...).
 Random inputs are standard normal floats, small non-negative integers and fair booleans.
@@ -14,6 +17,8 @@ Each result prints as one line (index, shape, dtype, min/max/mean, first values)
 saves them as result_0, result_1, ... `--profile` prints `Executable.profile`'s table
 (PROFILE_REPEAT runs of each step) before the results. `--check` also prints each result's largest
 difference from the interpreter's and fails (exit code 1) when one is out of tolerance.
+A saved Executable (a zip that `--save` or `exe.save` wrote) runs its saved entry function
+(`--entry` is not used), and `--check` and `--backend reference` interpret its placed module.
 Bad input gives one message and exit code 1.
 """
 
@@ -36,6 +41,7 @@ import graphopt
 from graphopt.backends.measure import random_arrays
 from graphopt.errors import GraphoptError
 from graphopt.parsing import decode_source, parse_text
+from graphopt.runtime.saved import is_saved_file
 from graphopt.tools.graph_opt import exit_on_error
 
 
@@ -58,16 +64,24 @@ def run_module(
     report: IO[str] | None = None,
     llvm_ir: IO[str] | None = None,
     profile: IO[str] | None = None,
+    fallback: str = "reference",
+    executable: graphopt.Executable | None = None,
+    save: str | None = None,
 ) -> tuple[np.ndarray, ...]:
     """Execute function `entry` of `module` on `inputs`: the one place that picks how to run it.
 
-    `backend` "cpu" runs `graphopt.compile(module, fuse=fuse)` (its report goes to `report`),
-    "reference" the interpreter. The LLVM IR of the modules compile JIT-compiled goes to `llvm_ir`,
-    the profile of the compiled module on `inputs` (`Executable.profile`) to `profile`.
+    `backend` "cpu" runs `executable` (a loaded one), else `graphopt.compile(module, fuse=fuse)`
+    (its report goes to `report`, and it is saved to `save`), "reference" the interpreter;
+    `fallback` is compile's ("error": no step may run on the interpreter). The LLVM IR of the
+    modules compile JIT-compiled goes to `llvm_ir`, the profile of the compiled module on
+    `inputs` (`Executable.profile`) to `profile`.
     """
     if backend == "reference":
         return graphopt.interpret(module, *inputs, entry=entry)
-    executable = graphopt.compile(module, backends=(backend,), fuse=fuse, entry=entry)
+    if executable is None:
+        executable = graphopt.compile(module, backends=(backend,), fuse=fuse, entry=entry, fallback=fallback)
+    if save is not None:
+        executable.save(save)
     if report is not None:
         print(executable.report(), file=report)
     if llvm_ir is not None:
@@ -165,7 +179,7 @@ def check_against_reference(results: Sequence[np.ndarray], expected: Sequence[np
 
 def parse_arguments(args: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="graph-run", description=__doc__.splitlines()[0])
-    parser.add_argument("input_file", help="the .mlir module")
+    parser.add_argument("input_file", help="the .mlir module, or a saved Executable (--save, exe.save)")
     parser.add_argument("--entry", default="main", help="function to run (default: main)")
     parser.add_argument("--inputs", nargs="+", metavar="FILE", help="one .npz, or one .npy per argument")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
@@ -181,6 +195,11 @@ def parse_arguments(args: Sequence[str] | None) -> argparse.Namespace:
         f"(rtol {CHECK_TOLERANCE['rtol']:g}, atol {CHECK_TOLERANCE['atol']:g}); exit code 1 on a mismatch",
     )
     parser.add_argument("--no-fuse", action="store_true", help="compile one kernel per op")
+    parser.add_argument(
+        "--no-fallback", action="store_true",
+        help="fail, naming the op and each backend's refusal, if a step would run on the reference interpreter",
+    )
+    parser.add_argument("--save", metavar="FILE", help="save the compiled Executable to FILE (graph-run FILE runs it)")
     parser.add_argument("--report", action="store_true", help="print the compile report: where each step runs and why")
     parser.add_argument(
         "--profile", action="store_true",
@@ -196,22 +215,32 @@ def parse_arguments(args: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--report describes a compiled module; it needs the cpu backend")
     if options.profile and options.backend == "reference":
         parser.error("--profile times a compiled module; it needs the cpu backend")
+    if options.no_fallback and options.backend == "reference":
+        parser.error("--no-fallback refuses the reference interpreter; it needs the cpu backend")
     if options.print_llvm and (options.backend == "reference" or options.check):
         parser.error("--print-llvm shows a compiled module; it needs the cpu backend, without --check")
+    if options.save and (options.backend == "reference" or options.check):
+        parser.error("--save saves a compiled module; it needs the cpu backend, without --check")
     return options
 
 
 def main(args: Sequence[str] | None = None) -> None:
     options = parse_arguments(args)
     with exit_on_error("graph-run"):
-        module = parse_text(decode_source(Path(options.input_file).read_bytes(), options.input_file), options.input_file)
-        func = entry_function(module, options.entry)
+        executable = None
+        if is_saved_file(options.input_file):
+            executable = graphopt.load(options.input_file)
+            module, entry = executable.module, executable.function.sym_name.data
+        else:
+            module = parse_text(decode_source(Path(options.input_file).read_bytes(), options.input_file), options.input_file)
+            entry = options.entry
+        func = entry_function(module, entry)
         inputs = load_inputs(func, options.inputs) if options.inputs else random_inputs(func, options.seed)
         report = sys.stdout if options.report else None
         llvm_ir = sys.stdout if options.print_llvm else None
         profile = sys.stdout if options.profile else None
-        results = run_module(module, inputs, options.entry, options.backend, not options.no_fuse, report, llvm_ir,
-                             profile)
+        results = run_module(module, inputs, entry, options.backend, not options.no_fuse, report, llvm_ir,
+                             profile, "error" if options.no_fallback else "reference", executable, options.save)
         if options.print_llvm:
             return
         for i, result in enumerate(results):
@@ -219,7 +248,7 @@ def main(args: Sequence[str] | None = None) -> None:
         if options.output_file:
             np.savez(options.output_file, **{result_name(i): r for i, r in enumerate(results)})
         if options.check:
-            mismatched = check_against_reference(results, run_module(module, inputs, options.entry, "reference"))
+            mismatched = check_against_reference(results, run_module(module, inputs, entry, "reference"))
             if mismatched:
                 raise GraphoptError(f"out of tolerance against the reference interpreter: {', '.join(mismatched)}")
 

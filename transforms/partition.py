@@ -35,13 +35,17 @@ kernel, and the last resort for ops no listed backend accepts. An op with
   That plan is kept unless a plan of every group on one listed backend (merged the same way)
   costs less, its kernels costed as they will run: merged kernels cost less than their pieces.
 
-Groups in `fallback` mode and ops of other dialects are never split or merged.
+A group in `fallback` mode is an outline: each of its ops becomes a one-op group
+`<group>.<op>_<n>`, placed on its own (greedy: the first backend accepting it; cost: its
+cheapest), never merged with another. A group the targets bind to a backend (`binding`: one
+bound to an implementation of its own) goes whole to that backend, whatever the priority. Bound
+groups and ops of other dialects are never split or merged.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -92,6 +96,10 @@ class PlacementTargets(Protocol):
 
     def costs(self, pairs: Sequence[tuple[str, Operation]]) -> list[float]:
         """Seconds of one run of each (backend, group)."""
+
+    def binding(self, group: Operation) -> tuple[str, str] | None:
+        """(backend, why) when `group` (a graph.fused) must run whole on `backend`, whatever
+        the priority (say, it is bound to an implementation of its own), else None."""
 
 
 # ----------------------------------------------------------------------------------------
@@ -293,7 +301,11 @@ class Unit:
     placeable: bool
     """False for an op of another dialect: it stays as it is."""
     whole: bool
-    """Never split or merged: a fallback group, an op of another dialect."""
+    """Never split or merged: an op of a fallback group, a group bound to a backend, an op of
+    another dialect."""
+    outline: str | None = None
+    """For an op of a fallback group: the group's name (its ops become one-op groups
+    `<outline>.<op>_<n>`, each placed on its own)."""
 
 
 @dataclass(frozen=True)
@@ -308,7 +320,9 @@ class Dataflow:
     """The ops of a function's block and of its groups' bodies (but constants) as nodes in
     post order, with their dataflow as if every group were inlined."""
 
-    def __init__(self, block: Block):
+    def __init__(self, block: Block, bound: Collection[Operation] = ()):
+        """`bound`: groups that stay one unit (bound to a backend), fallback mode or not; every
+        other fallback group is one unit per op."""
         self.block = block
         self.nodes: list[Operation] = []
         self.units: list[Unit] = []
@@ -318,11 +332,14 @@ class Dataflow:
             members = [o for o in op.body.block.ops if _is_node(o)] if isinstance(op, graph.FusedOp) else [op]
             if not members:  # a group of constants only: data
                 continue
-            nodes = frozenset(range(len(self.nodes), len(self.nodes) + len(members)))
+            first = len(self.nodes)
             self.nodes += members
+            if isinstance(op, graph.FusedOp) and op.mode_name == "fallback" and op not in bound:
+                self.units += [Unit(op, frozenset({first + i}), True, True, op.group_name.data) for i in range(len(members))]
+                continue
             placeable = isinstance(op, (graph.FusedOp, graph.GraphOp))
-            whole = not placeable or (isinstance(op, graph.FusedOp) and op.mode_name == "fallback")
-            self.units.append(Unit(op, nodes, placeable, whole))
+            whole = not placeable or op in bound
+            self.units.append(Unit(op, frozenset(range(first, len(self.nodes))), placeable, whole))
         self.index = {op: i for i, op in enumerate(self.nodes)}
         self.users: dict[SSAValue, set[int]] = {}
         self.inputs: list[frozenset[int]] = []
@@ -408,17 +425,22 @@ def _is_node(op: Operation) -> bool:
 class _Partitioner:
     """The placements of one function's nodes, asking backends about candidate groups."""
 
-    def __init__(self, options: PartitionPass, flow: Dataflow, targets: PlacementTargets):
+    def __init__(self, options: PartitionPass, flow: Dataflow, targets: PlacementTargets,
+                 bindings: Mapping[Operation, tuple[str, str]]):
         self.options = options
         self.flow = flow
         self.targets = targets
         self.fallback = targets.fallback
         self.priority = options.backend_list(targets)
-        self.groups = {u.nodes: u.top for u in flow.units}
+        self.groups = {u.nodes: u.top for u in flow.units if u.outline is None}
+        self.whole_unit = {i: u.nodes for u in flow.units if u.whole for i in u.nodes}
         self.pins = {i: op.attributes[PIN].data for i, op in enumerate(flow.nodes) if PIN in op.attributes}
+        self.bindings = {u.nodes: bindings[u.top] for u in flow.units if u.top in bindings}
+        """Groups bound to a backend (nodes -> the backend and why)."""
         self._refusals: dict[tuple[frozenset[int], str], str | None] = {}
         self._costs: dict[tuple[frozenset[int], str], float] = {}
         self._check_pins()
+        self._check_bindings()
 
     # -- asking backends -----------------------------------------------------------------
 
@@ -443,7 +465,10 @@ class _Partitioner:
         return self.refusal(nodes, backend) is None
 
     def reason(self, placement: Placement) -> str | None:
-        """Why `placement` is not on the first backend allowed: each earlier backend's refusal."""
+        """Why `placement` is not on the first backend allowed: each earlier backend's refusal
+        (for a group bound to a backend: why it is bound)."""
+        if placement.nodes in self.bindings:
+            return self.bindings[placement.nodes][1]
         allowed = self.allowed(placement.nodes)
         earlier = allowed[: allowed.index(placement.backend)] if placement.backend in allowed else allowed
         refusals = [(b, self.refusal(placement.nodes, b)) for b in earlier]
@@ -467,7 +492,10 @@ class _Partitioner:
         return [self._costs[pair] for pair in pairs]
 
     def allowed(self, nodes: Collection[int]) -> list[str]:
-        """Backends that may run these nodes, by priority: the pinned one, else all listed."""
+        """Backends that may run these nodes, by priority: the one a group is bound to, the
+        pinned one, else all listed."""
+        if nodes in self.bindings:
+            return [self.bindings[nodes][0]]
         pins = {self.pins[i] for i in nodes if i in self.pins}
         if not pins:
             return self.priority
@@ -481,7 +509,10 @@ class _Partitioner:
         return all(self.first_accepting(frozenset({i})) is None for i in nodes)
 
     def accepts(self, nodes: frozenset[int], backend: str) -> bool:
-        """May `backend` run these nodes as one kernel? The reference takes orphans only."""
+        """May `backend` run these nodes as one kernel? Never part of a whole unit (an op of a
+        fallback group, a bound group) with other nodes; the reference takes orphans only."""
+        if any(self.whole_unit.get(i, nodes) != nodes for i in nodes):
+            return False
         if backend == self.fallback:
             return self.orphans(nodes)
         return backend in self.allowed(nodes) and self.supports(nodes, backend)
@@ -494,6 +525,15 @@ class _Partitioner:
             reason = self._probe(frozenset({node}), lambda group: self.targets.supports(backend, group))
             if reason is not None:
                 raise PassFailedException(f"partition: {where} is pinned to backend '{backend}', which refuses it: {reason}")
+
+    def _check_bindings(self) -> None:
+        for nodes, (backend, why) in self.bindings.items():
+            group = self.groups[nodes]
+            where = f"@{self.flow.block.parent_op().sym_name.data}: group '{group.group_name.data}'"
+            if backend not in self.targets.names():
+                raise PassFailedException(f"partition: {where} is bound to unknown backend '{backend}' ({why})")
+            if (reason := self.refusal(nodes, backend)) is not None:
+                raise PassFailedException(f"partition: {where} is bound to backend '{backend}' ({why}), which refuses it: {reason}")
 
     # -- greedy --------------------------------------------------------------------------
 
@@ -670,8 +710,10 @@ class PartitionPass(ModulePass):
         self._check_options(targets)
         names = _Names(op)
         for func in [f for f in op.walk() if isinstance(f, FuncOp) and f.body.blocks]:
-            flow = Dataflow(func.body.block)
-            partitioner = _Partitioner(self, flow, targets)
+            bindings = {group: bound for group in func.body.block.ops
+                        if isinstance(group, graph.FusedOp) and (bound := targets.binding(group)) is not None}
+            flow = Dataflow(func.body.block, bound=bindings)
+            partitioner = _Partitioner(self, flow, targets, bindings)
             placements = partitioner.greedy() if self.search == "greedy" else partitioner.by_cost()
             groups = _materialize(flow, flow.in_dataflow_order(placements), names, partitioner.reason)
             if self.report:
@@ -721,12 +763,19 @@ def _microseconds(seconds: float) -> str:
 
 class _Names:
     """Names of new groups: `<op>_<n>` for one op (n counts them, as graphopt.compile names
-    ops left alone), fusion's `fused_<ops>_<n>` for several."""
+    ops left alone), fusion's `fused_<ops>_<n>` for several, `<group>.<op>_<n>` for an op of
+    the fallback group `<group>` (n counts them in the group)."""
 
     def __init__(self, module: ModuleOp):
         self.groups = GroupNamer(module)
         self.taken = set(self.groups.taken)
         self.singles = 0
+        self.outlined: dict[str, int] = {}
+
+    def in_outline(self, outline: str, op: Operation) -> str:
+        index = self.outlined.get(outline, 0)
+        self.outlined[outline] = index + 1
+        return f"{outline}.{single_op_kernel_name(op, index)}"
 
     def next(self, ops: list[Operation]) -> str:
         if len(ops) > 1:
@@ -753,11 +802,12 @@ def _materialize(flow: Dataflow, placements: list[Placement], names: _Names,
         unit = units.get(placement.nodes)
         if placement.backend is None:
             continue
-        if unit is not None and isinstance(unit.top, graph.FusedOp):
+        if unit is not None and isinstance(unit.top, graph.FusedOp) and unit.outline is None:
             group = unit.top
         else:
             ops = [flow.nodes[i] for i in sorted(placement.nodes)]
-            group, outputs = flow.build_group(placement.nodes, names.next(ops), lambda v: new_values[v] if v in new_values else flow.top_level(v))
+            name = names.in_outline(unit.outline, ops[0]) if unit is not None and unit.outline else names.next(ops)
+            group, outputs = flow.build_group(placement.nodes, name, lambda v: new_values[v] if v in new_values else flow.top_level(v))
             new_values.update(zip(outputs, group.results))
             last = max(placement.nodes)
             Rewriter.insert_op(group, InsertPoint.before(next(u.top for u in flow.units if last in u.nodes)))

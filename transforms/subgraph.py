@@ -1,10 +1,11 @@
-"""What fuse and partition share about sets of ops in a block: their order, convexity, names,
-and how they become a group.
+"""What fuse, partition and the backends share about sets of ops in a block: their order,
+convexity, names, and how they become a group or a function of their own.
 
     order = topological_order(groups, predecessors=lambda g: g.producers, rank=first_op_position)
     is_convex(ops, successors=consumers_of, position=index_of)  # merging them makes no cycle
     sort_block_topologically(block, position)     # every value defined before its use
     group, inputs = outline([matmul, add], [add.result], "fused_matmul_add_0")  # a new graph.fused
+    function = standalone(group)                  # the group alone as @group, in a module of its own
     GroupNamer(module).next([matmul, add, relu])  # "fused_matmul_add_relu_0"
     single_op_kernel_name(softmax, 3)             # "softmax_3"
 
@@ -18,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from typing import TypeVar
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from graphopt.dialects import graph
@@ -117,6 +119,33 @@ def outline(ops: Sequence[Operation], outputs: Sequence[SSAValue], name: str, mo
     block.add_op(graph.YieldOp([inside[v] for v in outputs]))
     group = graph.FusedOp([outer(v) for v in inputs], [v.type for v in outputs], Region(block), name, mode)
     return group, inputs
+
+
+def standalone(group: Operation) -> FuncOp:
+    """`group` extracted as a function: @group (in a module of its own) whose body is a clone of `group`, reading
+    the function's arguments (one per distinct operand) and returning its results; operands
+    that a graph.constant defines stay constants (clones), so a kernel may specialize on them
+    as it does in the whole module (the cpu backend packs a matmul's constant b). The clone
+    keeps no name hints, and a graph.fused clone is named "group" and placed on no backend."""
+    sources = list(dict.fromkeys(group.operands))
+    arguments = [v for v in sources if not isinstance(v.owner, graph.ConstantOp)]
+    block = Block(arg_types=[v.type for v in arguments])
+    constants = {v: v.owner.clone(clone_name_hints=False) for v in sources if v not in arguments}
+    block.add_ops(constants.values())
+    mapping = {**dict(zip(arguments, block.args)), **{v: c.result for v, c in constants.items()}}
+    alone = group.clone(mapping, clone_name_hints=False)
+    if isinstance(alone, graph.FusedOp):
+        alone.attributes["name"] = StringAttr("group")
+        alone.attributes.pop("backend", None)
+    block.add_ops([alone, ReturnOp(*alone.results)])
+    function = FuncOp("group", ([v.type for v in arguments], [r.type for r in alone.results]), Region(block))
+    ModuleOp([function])  # backends and the interpreter look the group's module up
+    return function
+
+
+def group_of(function: FuncOp) -> Operation:
+    """The group of a `standalone` function: the op its return returns."""
+    return function.body.block.last_op.prev_op
 
 
 def single_op_kernel_name(op: Operation, index: int) -> str:

@@ -15,6 +15,10 @@ native function says so with a `native` attribute (a `NativeEntry`), and the run
 it, and its native neighbours, from one generated native function instead of from Python. The
 partition pass sees backends only through `graphopt.backends.targets`.
 
+A saved Executable (`exe.save`, `graphopt.load`) keeps a backend's kernels when it has a
+`save_kernels`/`load_kernels` pair (the cpu backend keeps its machine code), else compiles its
+groups again on load.
+
 New backends register with `register_backend(MyBackend())`, or from another package through
 the `graphopt.backends` entry-point group (each entry point names a Backend subclass).
 """
@@ -30,6 +34,7 @@ from xdsl.ir import Operation
 
 from graphopt.errors import GraphoptError
 from graphopt.runtime.executable import Kernel
+from graphopt.runtime.saved import SavedKernels
 
 
 class Backend(ABC):
@@ -48,6 +53,16 @@ class Backend(ABC):
     @abstractmethod
     def estimate(self, group: Operation) -> float:
         """Analytic cost of one run of `group`, in seconds."""
+
+    def save_kernels(self, kernels: Sequence[Kernel]) -> SavedKernels | None:
+        """What a saved Executable keeps of `kernels` (one `compile` call's) so that
+        `load_kernels` rebuilds them without compiling; None (the default): `load` compiles
+        the groups again, which is cheap for a backend that generates no code."""
+        return None
+
+    def load_kernels(self, groups: Sequence[Operation], saved: SavedKernels, threads: int) -> list[Kernel]:
+        """The kernels `save_kernels` saved, for the same `groups`, on this host."""
+        raise GraphoptError(f"the {self.name} backend saves no kernels")
 
 
 _registry: dict[str, Backend] = {}
@@ -81,10 +96,11 @@ def _load_builtin_and_plugins() -> None:
     from graphopt.backends.blas import BlasBackend
     from graphopt.backends.cpu import CpuBackend
     from graphopt.backends.cuda import CudaBackend
+    from graphopt.backends.implementation import ImplementationBackend
     from graphopt.backends.onnxruntime import OrtBackend
     from graphopt.backends.reference import ReferenceBackend
 
-    for backend in (CpuBackend(), BlasBackend(), CudaBackend(), OrtBackend(), ReferenceBackend()):
+    for backend in (CpuBackend(), BlasBackend(), CudaBackend(), OrtBackend(), ImplementationBackend(), ReferenceBackend()):
         _registry.setdefault(backend.name, backend)
     for entry in entry_points(group="graphopt.backends"):
         backend = entry.load()()

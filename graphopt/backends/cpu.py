@@ -4,16 +4,15 @@ Each group is lowered to a kernel as convert-graph-to-linalg lowers it, under th
 (its group's, or `<kind>_<n>` for a single op); the kernels then run the `kernels` stage of
 `lowering/pipelines.py`'s CPU target (share-kernel-code: kernels with the same code compile
 once; mark-row-local: a row-local kernel's loop nests run row by row in one loop,
-`fuse-row-loops`) and, in the JIT, its `llvm` stage. So at one thread
-`graph-opt --fuse --partition=backends=cpu -t llvm` prints the IR that `compile` JIT-compiles.
+`fuse-row-loops`) and, in the JIT, its `llvm` stage. So `graph-opt --fuse
+--partition=backends=cpu -t llvm` prints the IR that `compile` JIT-compiles at one thread
+(`-p` with `split-rows{threads=2}` shows two threads' chunks).
 Kernels of one `compile` call are JIT-compiled together (one LLVM module).
 
-A large kernel that is row-parallel (`lowering/row_split.py`) also gets row-chunk variants
-(`<name>_rows<N>`, made here, after the `kernels` stage: graph-opt does not show them) and
-runs as up to `threads` chunks (at most one per usable core) at once on the process's native
-thread pool (`graphopt/runtime/thread_pool.py`; each chunk starts at a multiple of the split's
-granule, so its arguments stay 16-byte aligned). Every kernel is one native function, split
-or not.
+A large kernel that is row-parallel also gets row-chunk variants (`<name>_rows<N>`: the
+`kernels` stage's split-rows, given the threads, at most one per usable core) and runs as up
+to `threads` chunks at once on the process's native thread pool
+(`graphopt/runtime/thread_pool.py`). Every kernel is one native function, split or not.
 """
 
 from __future__ import annotations
@@ -29,24 +28,24 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 
 from graphopt.backends import Backend
-from graphopt.backends.costs import group_ops, group_work, machine
+from graphopt.backends.costs import machine
+from graphopt.transforms.work import group_ops
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy
-from graphopt.lowering.convert_graph_to_linalg import kernel_sources, lower_group
+from graphopt.errors import GraphoptError
+from graphopt.lowering.convert_graph_to_linalg import kernel_names, lower_group
 from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR, Group, Unsupported
 from graphopt.lowering.linalg.schedule import packed_matmuls
 from graphopt.lowering.pipelines import CPU
-from graphopt.lowering.row_split import RowSplit, row_chunk_kernel, row_split
 from graphopt.lowering.share_kernel_code import code_names
+from graphopt.lowering.split_rows import row_chunks
 from graphopt.lowering.ukernels import declarations
 from graphopt.runtime.arrays import ALIGNMENT, aligned_array
 from graphopt.runtime.executable import Kernel, NativeEntry
-from graphopt.runtime.jit import ArgumentSpec, KernelArgumentError, compile_module
+from graphopt.runtime.jit import ArgumentSpec, CompiledModule, KernelArgumentError, compile_module
+from graphopt.runtime.kernel_cache import CacheEntry
+from graphopt.runtime.saved import SavedKernels
 from graphopt.runtime.thread_pool import ChunkedEntries, ChunkedKernel, ThreadPool, usable_cores
-
-PARALLEL_MIN_WORK = 1 << 17
-"""Kernels doing less (flops, or 4-byte elements moved) run on one thread: splitting them
-costs more than it saves."""
 
 MATMUL_SHARE_OF_BLAS = 0.45
 """Our blocked matmul reaches about this share of NumPy's BLAS rate (39 against 84 GFLOP/s in
@@ -89,20 +88,51 @@ class CpuBackend(Backend):
         names = kernel_names(groups)
         kernels = [self._kernel(group, name) for group, name in zip(groups, names)]
         constants = [_constant_arguments(kernel) for kernel in kernels]
-        module = CPU.apply(ModuleOp(kernels + declarations(kernels)), "kernels")
+        module = CPU.apply(ModuleOp(kernels + declarations(kernels)), "kernels", threads=threads)
         code = code_names(module)
         plans: dict[str, KernelPlan] = {}
-        for name, kernel, group, values in zip(names, kernels, groups, constants):
-            plans[name] = (plans[code[name]].sharing_code_with(name, values) if name in code
-                           else KernelPlan(kernel, values, threads if _worth_splitting(group) else 1))
-        plans = list(plans.values())
-        if any(plan.chunks for plan in plans):
-            functions = [f.clone() for plan in plans for f in plan.functions()]
-            module = ModuleOp(functions + declarations(functions))
-        compiled = compile_module(module, alignment=ALIGNMENT)
-        chunked = [plan.chunked(compiled) for plan in plans if plan.chunks]
-        entries = ChunkedEntries(ThreadPool.of(threads), chunked) if chunked else None
-        return [plan.bind(compiled, entries) for plan in plans]
+        for name, kernel, values in zip(names, kernels, constants):
+            plans[name] = plans[code[name]].sharing_code_with(name, values) if name in code else KernelPlan.of(kernel, values)
+        return _bind(list(plans.values()), compile_module(module, alignment=ALIGNMENT), threads)
+
+    def save_kernels(self, kernels: Sequence[CpuKernel]) -> SavedKernels | None:
+        """The machine code of the kernels' module (the kernel cache's entry: object code, LLVM IR,
+        written arguments), each function's signature, and each kernel's plan (code name, row
+        chunks, row bytes) and constants (as packed)."""
+        compiled, entries = kernels[0].owners
+        if any(kernel.owners[0] is not compiled for kernel in kernels):
+            return None  # not one compile call's kernels: load compiles them again
+        functions = {name: {"arguments": [[str(a.dtype), a.shape] for a in kernel.arguments],
+                            "result": None if kernel.result is None else str(kernel.result)}
+                     for name, kernel in compiled.items()}
+        plans = [{"name": k.plan.name, "code": k.plan.code, "chunks": k.plan.chunks, "row_bytes": k.plan.row_bytes,
+                  "constants": len(k.plan.constants)} for k in kernels]
+        info = {"metadata": compiled.entry.metadata, "functions": functions, "plans": plans,
+                "threads": entries.pool.threads if entries is not None else 1}
+        arrays = {"machine_code": np.frombuffer(compiled.entry.machine_code, dtype=np.uint8)}
+        for index, kernel in enumerate(kernels):
+            arrays.update({f"kernel{index}_constant{i}": c for i, c in enumerate(kernel.plan.constants)})
+        return SavedKernels(info, arrays)
+
+    def load_kernels(self, groups: Sequence[Operation], saved: SavedKernels, threads: int) -> list[CpuKernel]:
+        """The saved machine code loaded into a new engine: no lowering, no LLVM optimization."""
+        info, arrays = saved.info, saved.arrays
+        if len(info["plans"]) != len(groups):
+            raise GraphoptError(f"the saved cpu kernels are {len(info['plans'])}, for {len(groups)} cpu groups")
+        signatures = {
+            name: (tuple(ArgumentSpec(np.dtype(dtype), None if shape is None else tuple(shape))
+                         for dtype, shape in function["arguments"]),
+                   None if function["result"] is None else np.dtype(function["result"]))
+            for name, function in info["functions"].items()
+        }
+        compiled = CompiledModule(CacheEntry(arrays["machine_code"].tobytes(), info["metadata"]), signatures, ALIGNMENT)
+        plans = [
+            KernelPlan(plan["name"], plan["code"], [aligned_array(arrays[f"kernel{index}_constant{i}"], alignment=ALIGNMENT)
+                                                   for i in range(plan["constants"])],
+                       [tuple(chunk) for chunk in plan["chunks"]], tuple(plan["row_bytes"]))
+            for index, plan in enumerate(info["plans"])
+        ]
+        return _bind(plans, compiled, info["threads"])
 
     def estimate(self, group: Operation) -> float:
         rates = machine()
@@ -131,71 +161,43 @@ class CpuBackend(Backend):
         return lower_group(group, name)
 
 
-def kernel_names(groups: Sequence[Operation]) -> list[str]:
-    """Each group's kernel name, as convert-graph-to-linalg names it in its function
-    (`kernel_sources`), made unique among `groups` with a suffix `_<n>` where two share one."""
-    names: dict[Operation, str] = {}
-    for function in dict.fromkeys(group.parent_op() for group in groups):
-        if isinstance(function, FuncOp) and function.body.blocks:
-            names.update(kernel_sources(function))
-    unique: list[str] = []
-    for group in groups:
-        name = names.get(group) or Group.of(group).name
-        candidate, n = name, 0
-        while candidate in unique:
-            n += 1
-            candidate = f"{name}_{n}"
-        unique.append(candidate)
-    return unique
-
-
-def _worth_splitting(group: Operation) -> bool:
-    work = group_work(group)
-    return max(work.flops, work.bytes // 4) >= PARALLEL_MIN_WORK
+def _bind(plans: Sequence[KernelPlan], compiled: CompiledModule, threads: int) -> list[CpuKernel]:
+    """The kernels of `plans`, whose code `compiled` holds; chunked ones run on the pool of `threads`."""
+    chunked = [plan.chunked(compiled) for plan in plans if plan.chunks]
+    entries = ChunkedEntries(ThreadPool.of(threads), chunked) if chunked else None
+    return [plan.bind(compiled, entries) for plan in plans]
 
 
 class KernelPlan:
-    """One group's kernel function, its constant arguments and its row chunks, before the JIT."""
+    """One kernel after the `kernels` stage: its constant arguments and its row chunks."""
 
-    def __init__(self, kernel: FuncOp, constants: list[np.ndarray], threads: int):
-        self.kernel = kernel
-        self.name = self.code = kernel.sym_name.data
-        """The kernel's name, and the name of the compiled function holding its code."""
+    def __init__(self, name: str, code: str, constants: list[np.ndarray], chunks: list[tuple[str, int]],
+                 row_bytes: tuple[int, ...]):
+        self.name = name
+        self.code = code
+        """The name of the compiled function holding the kernel's code."""
         self.constants = constants
-        self.split: RowSplit | None = None
-        self.chunks: list[tuple[str, int]] = []
-        split = row_split(kernel) if threads > 1 else None
-        if split is not None:
-            # at most `threads` chunks, each starting at a multiple of the granule (alignment)
-            per_chunk = -(-split.rows // (threads * split.granule)) * split.granule
-            begins = range(0, split.rows, per_chunk)
-            sizes = [min(per_chunk, split.rows - begin) for begin in begins]
-            if len(sizes) > 1:
-                self.split = split
-                self.chunk_names = {size: f"{self.name}_rows{size}" for size in sorted(set(sizes))}
-                self.chunks = [(self.chunk_names[size], begin) for size, begin in zip(sizes, begins)]
+        self.chunks, self.row_bytes = chunks, row_bytes
+
+    @staticmethod
+    def of(kernel: FuncOp, constants: list[np.ndarray]) -> KernelPlan:
+        return KernelPlan(kernel.sym_name.data, kernel.sym_name.data, constants, *row_chunks(kernel))
 
     def sharing_code_with(self, name: str, constants: list[np.ndarray]) -> KernelPlan:
-        """The plan of kernel `name`, an alias of this plan's (share-kernel-code): it compiles
-        nothing of its own and runs this plan's code with its own `constants`."""
+        """The plan of kernel `name`, an alias of this plan's (share-kernel-code): it runs this
+        plan's code, and its chunks, with its own `constants`."""
         plan = copy.copy(self)
         plan.name, plan.constants = name, constants
         return plan
 
-    def functions(self) -> list[FuncOp]:
-        if self.code != self.name:
-            return []
-        chunk_kernels = [row_chunk_kernel(self.kernel, self.split, size, name) for size, name in self.chunk_names.items()] if self.chunks else []
-        return [self.kernel, *chunk_kernels]
-
-    def chunked(self, compiled) -> ChunkedKernel:
+    def chunked(self, compiled: CompiledModule) -> ChunkedKernel:
         chunks = tuple((compiled[name].address, begin) for name, begin in self.chunks)
-        return ChunkedKernel(self.name, self.split.row_bytes, chunks)
+        return ChunkedKernel(self.name, self.row_bytes, chunks)
 
-    def bind(self, compiled, entries: ChunkedEntries | None) -> CpuKernel:
+    def bind(self, compiled: CompiledModule, entries: ChunkedEntries | None) -> CpuKernel:
         kernel = compiled[self.code]
         address = entries.address(self.name) if self.chunks else kernel.address
-        return CpuKernel(address, len(kernel.arguments), self.constants, self.split, self.chunks, (compiled, entries))
+        return CpuKernel(address, len(kernel.arguments), self, (compiled, entries))
 
 
 def _constant_arguments(kernel: FuncOp) -> list[np.ndarray]:
@@ -212,14 +214,15 @@ class CpuKernel:
     pool, on array addresses (the runtime checked shapes and dtypes). Either is `native`: the
     runtime may call it from native code."""
 
-    def __init__(self, address: int, arguments: int, constants, split: RowSplit | None, chunks, owners):
+    def __init__(self, address: int, arguments: int, plan: KernelPlan, owners):
         self.owners = owners  # keep the machine code of the kernel, its chunks and its entry alive
         self.llvm_ir = owners[0].llvm_ir
         """The LLVM IR (after O3) of the module JIT-compiled with this kernel."""
-        self.constants = constants
-        self.split = split
-        self.chunks = chunks
-        self.native = NativeEntry(address, tuple(constants))
+        self.plan = plan
+        self.constants = plan.constants
+        self.chunks = plan.chunks
+        """(chunk function, first row unit) of each row chunk (split-rows); none: one call."""
+        self.native = NativeEntry(address, tuple(plan.constants))
         self.function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * arguments)(address)
 
     def __call__(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> None:

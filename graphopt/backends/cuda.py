@@ -26,6 +26,7 @@ from graphopt.backends import Backend
 from graphopt.backends.costs import MachineRates
 from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.errors import GraphoptError
+from graphopt.lowering.convert_graph_to_linalg import kernel_names
 from graphopt.lowering.graph_to_cuda import CudaKernel, lower_group_to_cuda
 from graphopt.lowering.graph_to_cuda import supports as cuda_supports
 from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR
@@ -174,7 +175,7 @@ class CudaBackend(Backend):
 
     def compile(self, groups: Sequence[Operation], threads: int) -> list[Kernel]:
         device = self.device()
-        kernels = [lower_group_to_cuda(group, f"kernel_{i}") for i, group in enumerate(groups)]
+        kernels = [lower_group_to_cuda(group, name) for group, name in zip(groups, kernel_names(groups))]
         module = device.load(ptx(ModuleOp([k.function for k in kernels]), self.arch or device.arch))
         return [DeviceKernel(device, module, kernel) for kernel in kernels]
 

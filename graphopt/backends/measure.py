@@ -33,9 +33,8 @@ from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, StringAttr, TensorType
-from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, Region
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
+from xdsl.ir import Operation
 from xdsl.printer import Printer
 
 from graphopt.backends import Backend
@@ -44,6 +43,7 @@ from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.runtime.arrays import aligned_array, aligned_empty
 from graphopt.runtime.executable import Kernel
 from graphopt.runtime.thread_pool import usable_cores
+from graphopt.transforms.subgraph import group_of, standalone
 
 FORMAT_VERSION = 1
 REPEAT = 10
@@ -62,33 +62,6 @@ SMALL_INT_BOUND = 4
 # ----------------------------------------------------------------------------------------
 # A group alone
 # ----------------------------------------------------------------------------------------
-
-
-def standalone(group: Operation) -> FuncOp:
-    """A function @group (in a module of its own) whose body is a clone of `group`, reading
-    the function's arguments (one per distinct operand) and returning its results; operands
-    that a graph.constant defines stay constants (clones), so a kernel may specialize on them
-    as it does in the whole module (the cpu backend packs a matmul's constant b). The clone
-    keeps no name hints, and a graph.fused clone is named "group" and placed on no backend."""
-    sources = list(dict.fromkeys(group.operands))
-    arguments = [v for v in sources if not isinstance(v.owner, graph.ConstantOp)]
-    block = Block(arg_types=[v.type for v in arguments])
-    constants = {v: v.owner.clone(clone_name_hints=False) for v in sources if v not in arguments}
-    block.add_ops(constants.values())
-    mapping = {**dict(zip(arguments, block.args)), **{v: c.result for v, c in constants.items()}}
-    alone = group.clone(mapping, clone_name_hints=False)
-    if isinstance(alone, graph.FusedOp):
-        alone.attributes["name"] = StringAttr("group")
-        alone.attributes.pop("backend", None)
-    block.add_ops([alone, ReturnOp(*alone.results)])
-    function = FuncOp("group", ([v.type for v in arguments], [r.type for r in alone.results]), Region(block))
-    ModuleOp([function])  # backends and the interpreter look the group's module up
-    return function
-
-
-def group_of(function: FuncOp) -> Operation:
-    """The group of a `standalone` function: the op its return returns."""
-    return function.body.block.last_op.prev_op
 
 
 def canonical_text(group: Operation) -> str:

@@ -34,11 +34,11 @@ from xdsl.ir import Operation
 
 from graphopt.backends import Backend
 from graphopt.backends.costs import machine
-from graphopt.backends.measure import standalone
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import numpy_dtype
 from graphopt.errors import GraphoptError
 from graphopt.onnx_export import to_onnx
+from graphopt.transforms.subgraph import standalone
 from graphopt.runtime.executable import Kernel
 
 SESSION_RUN_SECONDS = 2e-6

@@ -17,12 +17,14 @@ from xdsl.ir import Operation
 
 from graphopt.backends import backend_names, get_backend
 from graphopt.backends.costs import KERNEL_LAUNCH_SECONDS
+from graphopt.backends.implementation import IMPLEMENTATION, ImplementationBackend, bound_implementation
 from graphopt.backends.measure import CostCache, measure_all
 from graphopt.transforms.partition import PartitionPass
 
 
 class RegistryTargets:
-    """The registered backends: `reference` is the last resort, cpu then blas the default priority."""
+    """The registered backends: `reference` is the last resort, cpu then blas the default
+    priority; a group with `graph.implementation` is bound to the `implementation` backend."""
 
     fallback = "reference"
     defaults = ("cpu", "blas")
@@ -42,6 +44,10 @@ class RegistryTargets:
         if self.cache is None:
             return [get_backend(backend).estimate(group) for backend, group in pairs]
         return measure_all([(get_backend(backend), group) for backend, group in pairs], self.cache, threads=self.threads)
+
+    def binding(self, group: Operation) -> tuple[str, str] | None:
+        name = bound_implementation(group)
+        return None if name is None else (ImplementationBackend.name, f'{IMPLEMENTATION} = "{name}"')
 
 
 @dataclass(frozen=True)

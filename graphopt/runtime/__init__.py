@@ -2,7 +2,9 @@
 
 - `jit`: kernel modules compiled to machine code (MCJIT), kernels called on arrays, native call sequences;
 - `thread_pool`: the native thread pool that runs a kernel's row chunks;
-- `arrays`: aligned, C-contiguous arrays as kernels take them.
+- `arrays`: aligned, C-contiguous arrays as kernels take them;
+- `saved`: the file of a saved Executable (`Executable.save`, `graphopt.load`): written from a
+  copy of the placed module, read back with its constants put back as they were.
 
 The runtime never rewrites IR and knows no backend; the lowering it compiles comes from
 `graphopt.lowering`.

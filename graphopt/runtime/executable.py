@@ -5,6 +5,7 @@
     exe(x, out=(y,))                                       # or into preallocated arrays
     print(exe.report())                                    # each step: where it runs, and why
     print(exe.profile(x, repeat=20))                       # each step's median time, GFLOP/s, GB/s
+    exe.save("model.gx")                                   # graphopt.load("model.gx") runs it again
 
 Each step is one kernel launch, given with its backend and its compiled `Kernel`. Constants are
 materialized once. Intermediate buffers are planned once (a buffer is reused once the last step
@@ -18,10 +19,11 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import os
 import statistics
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -37,6 +39,7 @@ from graphopt.interpreter import check_arguments
 from graphopt.runtime.arrays import ALIGNMENT, aligned_array, aligned_empty
 from graphopt.runtime.jit import CallSequence, NativeCall
 from graphopt.runtime.profile import Profile, StepProfile
+from graphopt.runtime.saved import SavedKernels, write_saved
 
 
 class Kernel(Protocol):
@@ -77,19 +80,36 @@ class Step:
     (`profile` reads it)."""
 
 
+@dataclass(frozen=True)
+class StepPlacement:
+    """Where one step runs and why (`Executable.placement`)."""
+
+    step: str
+    """The step's name: its group's (`<group>.<op>_<n>` for an op of a fallback group)."""
+    ops: tuple[str, ...]
+    """The kinds of graph ops it computes, each once, in order, without `graph.`."""
+    backend: str
+    reason: str | None
+    """Why it is not on the first backend asked for (each earlier backend's refusal), or why it
+    is bound to its backend; None when it is on the first."""
+
+
 class Executable:
     """A compiled module: call it with NumPy arrays, one per argument of the entry function.
 
     It is given its steps, each with its backend and compiled kernel (graphopt.compile makes
     them), and plans buffers and native runs; it places nothing and rewrites no IR."""
 
-    def __init__(self, module: ModuleOp, function: FuncOp, steps: list[Step], threads: int = 1, pipeline: str = ""):
+    def __init__(self, module: ModuleOp, function: FuncOp, steps: list[Step], threads: int = 1, pipeline: str = "",
+                 backends: Mapping[str, KernelSaver] | None = None):
         self.module = module
         self.function = function
         self.steps = steps
         self.threads = threads
         self.pipeline = pipeline
         """The graph-level passes that made `module`, as `graph-opt -p` text."""
+        self.backends = dict(backends or {})
+        """The backends of the steps, by name, for `save` (graphopt.compile gives them)."""
         self.constants: dict[SSAValue, np.ndarray] = {
             op.result: aligned_array(dense_to_numpy(op.value), alignment=ALIGNMENT)
             for op in function.body.block.ops if isinstance(op, graph.ConstantOp)
@@ -213,7 +233,7 @@ class Executable:
         medians = [statistics.median(samples) for samples in times]
         total = sum(medians) or 1.0  # no steps: a module that returns its arguments or constants
         rows = tuple(
-            StepProfile(step.name, step.backend, _op_kinds(step.op), seconds, seconds / total, step.flops, step.bytes_moved)
+            StepProfile(step.name, step.backend, op_kinds(step.op), seconds, seconds / total, step.flops, step.bytes_moved)
             for step, seconds in zip(self.steps, medians)
         )
         return Profile(rows, statistics.median(calls), repeat)
@@ -265,20 +285,44 @@ class Executable:
                 frame.bind(self.slots[value], view)
         return frame
 
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the placed module, its constants and each backend's saved kernels to one file
+        (`runtime/saved.py`) that `graphopt.load` runs without compiling on this host."""
+        kernels = {}
+        for name in dict.fromkeys(step.backend for step in self.steps):
+            backend = self.backends.get(name)
+            saved = backend.save_kernels([s.kernel for s in self.steps if s.backend == name]) if backend else None
+            if saved is not None:
+                kernels[name] = saved
+        write_saved(path, self.module, self.function.sym_name.data, self.threads, self.pipeline, kernels)
+
     def llvm_ir(self) -> list[str]:
         """The LLVM IR of each module JIT-compiled for the steps (kernels with an `llvm_ir`,
         the cpu backend's), once each, in step order: what `graph-opt -t llvm` prints."""
         return list(dict.fromkeys(s.kernel.llvm_ir for s in self.steps if hasattr(s.kernel, "llvm_ir")))
 
+    def placement(self) -> list[StepPlacement]:
+        """Where each step runs and why, in plan order, as data (what `report` prints).
+
+            [StepPlacement(step="fused_matmul_add_relu_0", ops=("matmul", "add", "relu"), backend="cpu", reason=None), ...]
+        """
+        return [StepPlacement(step.name, op_kinds(step.op), step.backend, step.reason) for step in self.steps]
+
     def report(self) -> str:
         """One line per step: its name, where it runs, the native run that calls it, and for a
         step not on the first backend asked for, why."""
         lines = []
-        for step in self.steps:
+        for step, placed in zip(self.steps, self.placement()):
             run = f"  [native run {step.native_run}]" if step.native_run is not None else ""
-            why = f"  ({step.reason})" if step.reason else ""
-            lines.append(f"{step.name:<40} {step.backend}{run}{why}")
+            why = f"  ({placed.reason})" if placed.reason else ""
+            lines.append(f"{placed.step:<40} {placed.backend}{run}{why}")
         return "\n".join(lines)
+
+
+class KernelSaver(Protocol):
+    """What `save` asks of a backend (`graphopt.backends.Backend.save_kernels`)."""
+
+    def save_kernels(self, kernels: Sequence[Kernel]) -> SavedKernels | None: ...
 
 
 class Frame:
@@ -306,7 +350,7 @@ def _native(step: Step) -> NativeEntry | None:
     return getattr(step.kernel, "native", None)
 
 
-def _op_kinds(group: Operation) -> tuple[str, ...]:
+def op_kinds(group: Operation) -> tuple[str, ...]:
     """The kinds of graph ops a step's group computes, each once, in order, without `graph.`."""
     ops = group.body.block.ops if isinstance(group, graph.FusedOp) else [group]
     kinds = (op.name.removeprefix("graph.") for op in ops if not isinstance(op, (graph.ConstantOp, graph.YieldOp)))

@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
+    FunctionType,
     IndexType,
     MemRefType,
     ModuleOp,
@@ -93,19 +94,30 @@ class ArgumentSpec:
         return f"{self.dtype}{list(self.shape)} array" if self.shape is not None else f"{self.dtype} scalar"
 
 
+Signature = tuple[tuple[ArgumentSpec, ...], np.dtype | None]
+"""A kernel's argument specs and the dtype of its scalar result (None: no result)."""
+
+
+def signature_of(function_type: FunctionType) -> Signature:
+    """The signature of a kernel of this type."""
+    results = function_type.outputs.data
+    return tuple(ArgumentSpec.of(t) for t in function_type.inputs.data), scalar_type(results[0])[0] if results else None
+
+
 class Kernel:
     """A compiled kernel, called with NumPy arrays (by pointer) and Python scalars."""
 
-    def __init__(self, name: str, address: int, arguments: tuple[ArgumentSpec, ...], result: Attribute | None,
+    def __init__(self, name: str, address: int, arguments: tuple[ArgumentSpec, ...], result: np.dtype | None,
                  written: frozenset[int], alignment: int, owner: "CompiledModule"):
         self.name = name
         self.arguments = arguments
+        self.result = result
         self.written = written
         self.alignment = alignment
         self._owner = owner  # keeps the execution engine, and so the code, alive
         self.address = address
         argtypes = [ctypes.c_void_p if a.shape is not None else CTYPES_BY_DTYPE[a.dtype] for a in arguments]
-        restype = scalar_type(result)[1] if result is not None else None
+        restype = CTYPES_BY_DTYPE[result] if result is not None else None
         self._cfunc = ctypes.CFUNCTYPE(restype, *argtypes)(address)
         self.unchecked = self._cfunc
         """The kernel without argument checks: takes data addresses (ints) and scalars; the
@@ -166,35 +178,46 @@ def written_arguments(function: llvm.FuncOp) -> frozenset[int]:
 class CompiledModule(Mapping[str, Kernel]):
     """The kernels of one module, compiled together into one MCJIT engine, by name."""
 
-    def __init__(self, module: ModuleOp, alignment: int, cache_key: str):
-        """`cache_key`: the module's name in the persistent kernel cache (`kernel_cache.kernel_key`)."""
-        signatures = {op.sym_name.data: op.function_type for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks}
-        target_machine = host_target_machine()
-        cache = active_kernel_cache()
+    def __init__(self, entry: CacheEntry, signatures: Mapping[str, Signature], alignment: int):
+        """The machine code of `entry` (as `_machine_code` makes it, or a saved Executable holds
+        it) loaded into a new engine, with no lowering and no optimization; `signatures`: each
+        kernel's argument specs and result dtype."""
+        self.entry = entry
+        self.llvm_ir: str = entry.metadata["llvm_ir"]
         try:
-            entry = cache.load(cache_key) if cache is not None else None
-            if entry is None:
-                entry = _machine_code(module, alignment, target_machine)
-                if cache is not None:
-                    cache.store(cache_key, entry)
-            self.llvm_ir: str = entry.metadata["llvm_ir"]
-            self._engine = llvm_binding.create_mcjit_compiler(llvm_binding.parse_assembly(""), target_machine)
+            self._engine = llvm_binding.create_mcjit_compiler(llvm_binding.parse_assembly(""), host_target_machine())
             self._engine.add_object_file(llvm_binding.ObjectFileRef.from_data(entry.machine_code))
             self._engine.finalize_object()
-        except RuntimeError as e:  # llvmlite's errors: IR that does not parse or verify, codegen failures
-            raise GraphoptError(f"LLVM could not compile the kernels {', '.join(signatures)}: {e}") from None
+        except RuntimeError as e:  # llvmlite's errors: an object file that does not load
+            raise GraphoptError(f"LLVM could not load the kernels {', '.join(signatures)}: {e}") from None
+        addresses = {name: self._engine.get_function_address(name) for name in signatures}
+        missing = [name for name, address in addresses.items() if not address]
+        if missing:
+            raise GraphoptError(f"the machine code has no function {', '.join(missing)}")
         self._kernels = MappingProxyType({
-            name: Kernel(
-                name,
-                self._engine.get_function_address(name),
-                tuple(ArgumentSpec.of(t) for t in signature.inputs.data),
-                signature.outputs.data[0] if signature.outputs.data else None,
-                frozenset(entry.metadata["written"][name]),
-                alignment,
-                self,
-            )
-            for name, signature in signatures.items()
+            name: Kernel(name, addresses[name], arguments, result, frozenset(entry.metadata["written"][name]), alignment,
+                         self)
+            for name, (arguments, result) in signatures.items()
         })
+
+    @staticmethod
+    def of(module: ModuleOp, alignment: int, cache_key: str) -> "CompiledModule":
+        """`module`'s kernels, from the persistent kernel cache under `cache_key`
+        (`kernel_cache.kernel_key`) or compiled (and stored there)."""
+        signatures = {
+            op.sym_name.data: signature_of(op.function_type)
+            for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks
+        }
+        cache = active_kernel_cache()
+        entry = cache.load(cache_key) if cache is not None else None
+        if entry is None:
+            try:
+                entry = _machine_code(module, alignment, host_target_machine())
+            except RuntimeError as e:  # llvmlite's errors: IR that does not parse or verify, codegen failures
+                raise GraphoptError(f"LLVM could not compile the kernels {', '.join(signatures)}: {e}") from None
+            if cache is not None:
+                cache.store(cache_key, entry)
+        return CompiledModule(entry, signatures, alignment)
 
     def __getitem__(self, name: str) -> Kernel:
         return self._kernels[name]
@@ -233,7 +256,7 @@ def compile_module(module: ModuleOp | str, alignment: int = 64) -> CompiledModul
     key = (_cache_text(module), alignment)
     with _cache_lock:
         if key not in _cache:
-            _cache[key] = CompiledModule(module, alignment, kernel_key(key[0], f"{JIT_OPTIONS} align={alignment}"))
+            _cache[key] = CompiledModule.of(module, alignment, kernel_key(key[0], f"{JIT_OPTIONS} align={alignment}"))
         return _cache[key]
 
 

@@ -1,4 +1,4 @@
-"""conv2d over a stride-phase copy of its padded x, or the direct convolution ukernel.
+"""conv2d over a stride-phase copy of its padded x, the direct convolution ukernel, or the depthwise one on x.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from xdsl.ir import SSAValue
 from xdsl.ir.affine import AffineExpr
 
 from graphopt.dialects import graph
-from graphopt.lowering import direct_conv, ukernels
+from graphopt.lowering import depthwise_conv, direct_conv, ukernels
 from graphopt.lowering.linalg.indexing import dims_of, shape_of
 from graphopt.lowering.linalg.reduction import CONTRACT, REASSOC_CONTRACT
 from graphopt.lowering.linalg.scalar import element_of
@@ -56,10 +56,11 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> None:
     `phases` holds x, zero-padded, split by the strides (sh, sw) into phases (a, b), each a
     flat array of rows of R = ceil(padded width / sw) (`_conv_phases`; stride 1: one phase, the
     padded x with its rows flattened), so every tap reads x at stride 1. On the CPU, an f32
-    conv of one group whose window is deep enough (`direct_conv.applies`) calls the direct
-    convolution ukernel on the phases (with `direct_conv.SLACK` floats more), which keeps its
-    output tiles in registers. Otherwise the innermost loop runs over all output rows at once,
-    contiguous in x and in a flat accumulator:
+    depthwise conv (one input channel per group, `depthwise_conv.applies`) calls the depthwise
+    ukernel on x itself, with no copy; an f32 conv whose window is deep enough for a group
+    (`direct_conv.applies`) calls the direct convolution ukernel on the phases (with
+    `direct_conv.SLACK` floats more), which keeps its output tiles in registers. Otherwise the
+    innermost loop runs over all output rows at once, contiguous in x and in a flat accumulator:
 
     - acc[n, o, oh * R + ow] += phases[n, c, (kh dh) mod sh, (kw dw) mod sw, oh * R + ow + shift(kh, kw)]
       * w[o, c, kh, kw], looping (n, o / B, c, kh, p) over the OH * R positions p (those with
@@ -67,6 +68,11 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> None:
       output channels, so LLVM keeps their weights in registers and vectorizes p;
     - out[n, o, oh, ow] = acc[n, o, oh * R + ow].
     """
+    if kernel.schedule.depthwise_conv(op):
+        operands = [kernel.materialize(op.x), kernel.materialize(op.w), out]
+        attributes = (op.get(key) for key in ("strides", "dilations", "padding"))
+        kernel.builder.insert(ukernels.call(depthwise_conv.name([v.type for v in operands], *attributes), operands))
+        return
     if kernel.schedule.direct_conv(op):
         phases, row = _conv_phases(kernel, op, direct_conv.SLACK)
         operands = [phases, kernel.materialize(op.w), out]

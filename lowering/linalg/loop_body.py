@@ -27,6 +27,7 @@ from xdsl.dialects.linalg.ops import GenericOp, IndexOp
 from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.transforms.lower_affine import affine_expr_ops
 from xdsl.rewriter import InsertPoint
 
 from graphopt.dialects import graph
@@ -44,15 +45,6 @@ if TYPE_CHECKING:
 
 def _iterators(rank: int, reduced: set[int]) -> list[str]:
     return ["reduction" if i in reduced else "parallel" for i in range(rank)]
-
-
-INDEX_ARITHMETIC = {
-    AffineBinaryOpKind.Add: arith.AddiOp,
-    AffineBinaryOpKind.Mul: arith.MuliOp,
-    AffineBinaryOpKind.FloorDiv: arith.FloorDivSIOp,
-    AffineBinaryOpKind.Mod: arith.RemSIOp,
-}
-"""Affine operations on index values (operands are never negative, so mod is remsi)."""
 
 
 class LoopBody:
@@ -147,13 +139,14 @@ class LoopBody:
         return self.emit(arith.MaxSIOp(below, self.index_constant(0)))
 
     def index_value(self, expr: AffineExpr) -> SSAValue:
-        """`expr` computed on the loop's linalg.index values."""
-        if isinstance(expr, AffineDimExpr):
-            return self.emit(IndexOp(expr.position))
-        if isinstance(expr, AffineConstantExpr):
-            return self.index_constant(expr.value)
-        lhs, rhs = self.index_value(expr.lhs), self.index_value(expr.rhs)
-        return self.emit(INDEX_ARITHMETIC[expr.kind](lhs, rhs))
+        """`expr` computed on the loop's linalg.index values, by xDSL's `affine_expr_ops`
+        (indices are never negative, so its remsi is a mod)."""
+        used = expr.used_dims()
+        dims = [self.emit(IndexOp(d)) if d in used else None for d in range(max(used, default=-1) + 1)]
+        ops, result = affine_expr_ops(expr, dims, [])
+        for op in ops:
+            self.emit(op)
+        return result
 
     def value(self, value: SSAValue, index: Index) -> SSAValue:
         """Scalar code of group value `value` at `index` (each pair computed once)."""
@@ -166,8 +159,9 @@ class LoopBody:
         if value in self.kernel.buffers:
             return self.read(self.kernel.buffers[value], index)
         op = value.owner
-        if isinstance(op, graph.ConstantOp):
-            return self.constant(dense_to_numpy(op.value).reshape(-1)[0].item(), element_of(value))
+        if isinstance(op, graph.ConstantOp):  # a splat (one with no elements is never read: 0)
+            flat = dense_to_numpy(op.value).reshape(-1)
+            return self.constant(flat[0].item() if flat.size else 0, element_of(value))
         if op.name in INDEX_RULES:
             return self.value(op.operands[0], INDEX_RULES[op.name](op, index))
         if op.name in SELECTING_RULES:

@@ -1,5 +1,5 @@
 """The loop schedule a kernel is built with, chosen once per lowering: the CPU's (`CpuSchedule`:
-blocked matmuls, the packed GEMM and direct convolution ukernels, softmax storing its exp
+blocked matmuls, the packed GEMM, direct and depthwise convolution ukernels, softmax storing its exp
 terms, short rows merged) or plain one-output loop nests that a GPU lowering maps onto
 threads (`PlainSchedule`). `SCHEDULES` names them for the pass option `schedule=cpu|plain`.
 """
@@ -12,7 +12,7 @@ from xdsl.dialects import arith
 from xdsl.ir import Operation
 
 from graphopt.dialects import graph
-from graphopt.lowering import direct_conv, packed_gemm
+from graphopt.lowering import depthwise_conv, direct_conv, packed_gemm
 
 if TYPE_CHECKING:
     from graphopt.lowering.linalg.abi import Group
@@ -52,6 +52,10 @@ class PlainSchedule:
         """Whether the conv calls the direct convolution ukernel."""
         return False
 
+    def depthwise_conv(self, op: graph.Conv2dOp) -> bool:
+        """Whether the conv calls the depthwise convolution ukernel."""
+        return False
+
     def softmax_row_max(self) -> type[Operation]:
         """The op that combines a softmax's row max."""
         return arith.MaximumfOp
@@ -86,7 +90,10 @@ class CpuSchedule(PlainSchedule):
         return packed_matmuls(group)
 
     def direct_conv(self, op: graph.Conv2dOp) -> bool:
-        return direct_conv.applies(op.x.type, op.w.type, op.result.type, op.get("groups"))
+        return direct_conv.applies(op.x.type, op.w.type, op.result.type)
+
+    def depthwise_conv(self, op: graph.Conv2dOp) -> bool:
+        return depthwise_conv.applies(op.x.type, op.w.type, op.result.type, op.get("groups"), op.get("strides"))
 
     def softmax_row_max(self) -> type[Operation]:
         """`maxnumf`: the max only shifts exp's argument, and maxnumf skips NaN and vectorizes

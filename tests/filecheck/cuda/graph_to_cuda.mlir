@@ -5,7 +5,7 @@ func.func @main(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
   %0 = graph.add %x, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   func.return %0 : tensor<4x8xf32>
 }
-// CHECK-LABEL: func.func @add_0(%0: memref<4x8xf32>, %1: memref<8xf32>, %2: memref<4x8xf32>) attributes {cuda.kernel} {
+// CHECK-LABEL: func.func @add_0(%0: memref<4x8xf32>, %1: memref<8xf32>, %2: memref<4x8xf32>) attributes {graph.work = {{[0-9]+}} : i64, cuda.kernel} {
 // CHECK:         %[[DIM:.*]] = cuda.block_dim x
 // CHECK:         %[[BID:.*]] = cuda.block_id x
 // CHECK:         %[[TID:.*]] = cuda.thread_id x

@@ -1,6 +1,6 @@
-// An f32 conv2d of one group whose window is deep enough (C * KH * KW >= 64) copies x, zero-padded,
-// into its stride phases and calls the direct convolution ukernel on them; the module declares
-// the ukernel. Shallow, grouped and f64 convs stay linalg loops.
+// An f32 conv2d that is not depthwise (at least 2 input channels per group) copies x,
+// zero-padded, into its stride phases and calls the direct convolution ukernel on them; the
+// module declares the ukernel. f64 convs stay linalg loops.
 
 // RUN: graph-opt %s --split-input-file --fuse --lower-to-linalg | filecheck %s
 
@@ -25,22 +25,21 @@ func.func @main(%x: tensor<1x8x7x6xf32>, %w: tensor<4x8x3x3xf32>, %b: tensor<4x1
 
 // -----
 
-// Loops: depth 7 * 3 * 3 = 63, two groups (depth 144 each), f64.
+// A 7-channel 3x3 and two groups of 16 channels: the ukernel (the grouped one's w has a
+// group's 16 channels, its phases all 32 of x's); f64: loops.
 // CHECK-LABEL: func.func @conv2d_0
-// CHECK-NOT:     func.call
-// CHECK:         arith.mulf
-// CHECK-NOT:     func.call
+// CHECK:         func.call @graphopt_sconv_direct_r6_d1x1_1x7x1x1x{{[0-9]+}}_4x7x3x3_1x4x4x4(
 // CHECK:         func.return
 // CHECK-LABEL: func.func @conv2d_1
-// CHECK-NOT:     func.call
-// CHECK:         arith.mulf
-// CHECK-NOT:     func.call
+// CHECK:         func.call @graphopt_sconv_direct_r6_d1x1_1x32x1x1x{{[0-9]+}}_4x16x3x3_1x4x4x4(
 // CHECK:         func.return
 // CHECK-LABEL: func.func @conv2d_2
 // CHECK-NOT:     func.call
 // CHECK:         arith.mulf
 // CHECK-NOT:     func.call
 // CHECK:         func.return
+// CHECK:       func.func private @graphopt_sconv_direct_r6_d1x1_1x7x1x1x{{[0-9]+}}_4x7x3x3_1x4x4x4({{.*}}) -> () attributes {graph.ukernel}
+// CHECK:       func.func private @graphopt_sconv_direct_r6_d1x1_1x32x1x1x{{[0-9]+}}_4x16x3x3_1x4x4x4({{.*}}) -> () attributes {graph.ukernel}
 // CHECK-NOT:   graph.ukernel
 func.func @main(%x: tensor<1x7x6x6xf32>, %w: tensor<4x7x3x3xf32>, %y: tensor<1x32x6x6xf32>, %v: tensor<4x16x3x3xf32>, %z: tensor<1x16x6x6xf64>, %u: tensor<4x16x3x3xf64>) -> (tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>, tensor<1x4x4x4xf64>) {
   %0 = graph.conv2d %x, %w : (tensor<1x7x6x6xf32>, tensor<4x7x3x3xf32>) -> tensor<1x4x4x4xf32>

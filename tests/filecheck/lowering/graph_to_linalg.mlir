@@ -3,7 +3,7 @@
 // RUN: graph-opt %s --split-input-file -p fuse,convert-graph-to-linalg | filecheck %s
 
 // An elementwise chain is ONE linalg.generic; broadcasting is in the indexing maps.
-// CHECK-LABEL: func.func @fused_add_relu_mul_0(%0: memref<4x8xf32>, %1: memref<8xf32>, %2: memref<4x1xf32>, %3: memref<4x8xf32>) attributes {graph.kernel} {
+// CHECK-LABEL: func.func @fused_add_relu_mul_0(%0: memref<4x8xf32>, %1: memref<8xf32>, %2: memref<4x1xf32>, %3: memref<4x8xf32>) attributes {graph.kernel, graph.work = {{[0-9]+}} : i64} {
 // CHECK-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%0, %1, %2 : memref<4x8xf32>, memref<8xf32>, memref<4x1xf32>) outs(%3 : memref<4x8xf32>) {
 // CHECK:           arith.addf
 // CHECK:           arith.maximumf
@@ -104,27 +104,28 @@ func.func @main(%x: tensor<32x256xf32>, %w: tensor<256x256xf32>) -> tensor<32x25
 // copied in at its phase and flat position), an accumulator over the flat output positions
 // [N, O/B, B, OH * R] (R = 4: the phase row), a contraction over (n, o / B, c, kh, p) whose body
 // unrolls the window row (kw) and a block of B = 4 output channels (one output each, weights
-// read at constant kw), the valid positions copied out, then the epilogue in place.
-// CHECK-LABEL: func.func @fused_conv2d_relu_0(%0: memref<1x2x5x5xf32>, %1: memref<4x2x3x3xf32>, %2: memref<1x4x3x3xf32>)
-// CHECK:         %[[PHASES:.*]] = memref.alloc() : memref<1x2x2x2x17xf32>
-// CHECK:         outs(%[[PHASES]] : memref<1x2x2x2x17xf32>)
-// CHECK:           arith.constant 0.000000e+00 : f32
-// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d2 + 1) mod 2), ((d3 + 1) mod 2), ((((d2 + 1) floordiv 2) * 4) + ((d3 + 1) floordiv 2)))>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%0 : memref<1x2x5x5xf32>) outs(%[[PHASES]] : memref<1x2x2x2x17xf32>)
-// CHECK:         %[[ACC:.*]] = memref.alloc() : memref<1x1x4x12xf32>
-// CHECK:         outs(%[[ACC]] : memref<1x1x4x12xf32>)
+// read at constant kw), the valid positions copied out, then the epilogue in place. (f64: an
+// f32 conv calls a ukernel, direct_conv.mlir and depthwise_conv.mlir.)
+// CHECK-LABEL: func.func @fused_conv2d_relu_0(%0: memref<1x2x5x5xf64>, %1: memref<4x2x3x3xf64>, %2: memref<1x4x3x3xf64>)
+// CHECK:         %[[PHASES:.*]] = memref.alloc() : memref<1x2x2x2x17xf64>
+// CHECK:         outs(%[[PHASES]] : memref<1x2x2x2x17xf64>)
+// CHECK:           arith.constant 0.000000e+00 : f64
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d2 + 1) mod 2), ((d3 + 1) mod 2), ((((d2 + 1) floordiv 2) * 4) + ((d3 + 1) floordiv 2)))>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%0 : memref<1x2x5x5xf64>) outs(%[[PHASES]] : memref<1x2x2x2x17xf64>)
+// CHECK:         %[[ACC:.*]] = memref.alloc() : memref<1x1x4x12xf64>
+// CHECK:         outs(%[[ACC]] : memref<1x1x4x12xf64>)
 // CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, (d3 mod 2), 0, (d4 + ((d3 floordiv 2) * 4)))>, affine_map<(d0, d1, d2, d3, d4) -> ((d1 * 4), d2, d3, 0)>, {{.*}}, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, 0, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, 1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, 2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, 3, d4)>], iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel"]}
-// CHECK-SAME:      outs(%[[ACC]], %[[ACC]], %[[ACC]], %[[ACC]] : memref<1x1x4x12xf32>, memref<1x1x4x12xf32>, memref<1x1x4x12xf32>, memref<1x1x4x12xf32>)
+// CHECK-SAME:      outs(%[[ACC]], %[[ACC]], %[[ACC]], %[[ACC]] : memref<1x1x4x12xf64>, memref<1x1x4x12xf64>, memref<1x1x4x12xf64>, memref<1x1x4x12xf64>)
 // CHECK-COUNT-12:  arith.addf {{.*}} fastmath<reassoc,contract>
-// CHECK:           linalg.yield {{.*}} : f32, f32, f32, f32
-// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, (d1 floordiv 4), (d1 mod 4), ((d2 * 4) + d3))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[ACC]] : memref<1x1x4x12xf32>) outs(%2 : memref<1x4x3x3xf32>)
-// CHECK:         outs(%2 : memref<1x4x3x3xf32>)
+// CHECK:           linalg.yield {{.*}} : f64, f64, f64, f64
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, (d1 floordiv 4), (d1 mod 4), ((d2 * 4) + d3))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[ACC]] : memref<1x1x4x12xf64>) outs(%2 : memref<1x4x3x3xf64>)
+// CHECK:         outs(%2 : memref<1x4x3x3xf64>)
 // CHECK:           arith.maximumf
 // CHECK:         memref.dealloc %[[PHASES]]
 // CHECK:         memref.dealloc %[[ACC]]
-func.func @main(%x: tensor<1x2x5x5xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32> {
-  %0 = graph.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x2x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32>
-  %1 = graph.relu %0 : tensor<1x4x3x3xf32>
-  func.return %1 : tensor<1x4x3x3xf32>
+func.func @main(%x: tensor<1x2x5x5xf64>, %w: tensor<4x2x3x3xf64>) -> tensor<1x4x3x3xf64> {
+  %0 = graph.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x2x5x5xf64>, tensor<4x2x3x3xf64>) -> tensor<1x4x3x3xf64>
+  %1 = graph.relu %0 : tensor<1x4x3x3xf64>
+  func.return %1 : tensor<1x4x3x3xf64>
 }
 
 // -----

@@ -5,7 +5,7 @@
 
 // b (3x70, a constant fusion copies into the group) packs into one 64-column panel and one
 // 16-column edge panel: 3 x 80 floats, a constant argument after the inputs.
-// CHECK-LABEL: func.func @fused_matmul_add_relu_0(%0: memref<2x3xf32>, %1: memref<70xf32>, %2: memref<240xf32> {graph.constant = dense<{{.*}}> : tensor<240xf32>}, %3: memref<2x70xf32>) attributes {graph.kernel} {
+// CHECK-LABEL: func.func @fused_matmul_add_relu_0(%0: memref<2x3xf32>, %1: memref<70xf32>, %2: memref<240xf32> {graph.constant = dense<{{.*}}> : tensor<240xf32>}, %3: memref<2x70xf32>) attributes {graph.kernel, graph.work = {{[0-9]+}} : i64} {
 // CHECK-NEXT:    func.call @graphopt_sgemm_packed_2x3x70(%0, %2, %3) : (memref<2x3xf32>, memref<240xf32>, memref<2x70xf32>) -> ()
 // CHECK-NEXT:    linalg.generic
 // CHECK:           arith.addf

@@ -1,6 +1,6 @@
 // A group no backend accepts whole, or that an earlier backend accepts ops of alone, is split,
 // in dataflow order, into maximal pieces, each on the first backend accepting its first op;
-// a fallback group is never split.
+// a fallback group is an outline: its ops are placed one by one (fallback.mlir).
 
 // RUN: graph-opt %s --split-input-file --partition | filecheck %s
 // RUN: graph-opt %s --split-input-file --partition=backends=blas,cpu | filecheck %s --check-prefix=BLAS
@@ -61,19 +61,23 @@ func.func @diamond(%x: tensor<8x8xf32>, %w: tensor<8x8xf32>) -> tensor<8x8xf32> 
 
 // -----
 
-// A fallback group asks for no single kernel: cpu refuses it, and it stays whole on the reference,
-// saying why each backend asked for refused it.
+// A fallback group asks for no single kernel: it stays an outline, its ops placed one by one
+// (each on the first backend accepting it), named after it; a pin still pins.
 // CHECK-LABEL: func.func @fallback
-// CHECK-NEXT:    graph.fused(%x) {name = "kept", mode = "fallback", backend = "reference", graph.placement_reason = "cpu: a fallback group is not compiled as one kernel; blas: a fallback group is not compiled as one kernel"}
+// CHECK-NEXT:    %[[N:.*]] = graph.fused(%x) {name = "kept.neg_0", mode = "compile", backend = "cpu"}
 // CHECK-NEXT:    ^
 // CHECK-NEXT:      graph.neg
-// CHECK-NEXT:      graph.exp
 // CHECK-NEXT:      graph.yield
+// CHECK:         %[[E:.*]] = graph.fused(%[[N]]) {name = "kept.exp_1", mode = "compile", backend = "reference"}
+// CHECK-NEXT:    ^
+// CHECK-NEXT:      graph.exp {{.*}} {graph.backend = "reference"}
+// CHECK-NEXT:      graph.yield
+// CHECK:         func.return %[[E]]
 func.func @fallback(%x: tensor<8xf32>) -> tensor<8xf32> {
   %r = graph.fused(%x) {name = "kept", mode = "fallback"} : (tensor<8xf32>) -> tensor<8xf32> {
   ^bb0(%a: tensor<8xf32>):
     %0 = graph.neg %a : tensor<8xf32>
-    %1 = graph.exp %0 : tensor<8xf32>
+    %1 = graph.exp %0 {graph.backend = "reference"} : tensor<8xf32>
     graph.yield %1 : tensor<8xf32>
   }
   func.return %r : tensor<8xf32>

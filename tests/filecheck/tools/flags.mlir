@@ -36,8 +36,7 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
 // PIPELINE:   cse{
 // FLAGS:      graph.fused
 // FLAGS-SAME: mode = "compile", backend = "cpu"
-// FALLBACK:   graph.fused
-// FALLBACK-SAME: mode = "fallback", backend = "reference"
+// FALLBACK:   graph.fused(%x) {name = "fused_exp_add_0.exp_0", mode = "compile", backend = "cpu"}
 // PASS-NOT:   Traceback
 // PIPELINE-NOT: Traceback
 // OPTION-NOT: Traceback

@@ -17,7 +17,7 @@ func.func @main(%a: tensor<4x1024xf32>, %b: tensor<1024xf32>) -> tensor<4x1024xf
 }
 
 // LINALG:      builtin.module {
-// LINALG-NEXT:   func.func @fused_add_relu_0(%0: memref<4x1024xf32>, %1: memref<1024xf32>, %2: memref<4x1024xf32>) attributes {graph.kernel, graph.row_local} {
+// LINALG-NEXT:   func.func @fused_add_relu_0(%0: memref<4x1024xf32>, %1: memref<1024xf32>, %2: memref<4x1024xf32>) attributes {graph.kernel, graph.work = {{[0-9]+}} : i64, graph.row_local} {
 // LINALG-NEXT:     linalg.generic
 // LINALG:            arith.addf
 // LINALG:            arith.maximumf

@@ -1,0 +1,258 @@
+"""The depthwise convolution ukernel: an f32 conv2d with one input channel per group, read
+straight from x (no padded copy), vectorized over output columns.
+
+The cpu lowering calls a ukernel generated for the shapes, with the strides, dilations and
+top/left padding in its name (bottom/right padding follow from the shapes):
+
+    func.call @graphopt_sconv_depthwise_s2x2_d1x1_p1x1_1x96x112x112_96x1x3x3_1x96x56x56(%x, %w, %out)
+        : (memref<1x96x112x112xf32>, memref<96x1x3x3xf32>, memref<1x96x56x56xf32>) -> ()
+
+Output channel o reads input channel o / M (M = out channels / in channels, the channel
+multiplier; a conv of one input channel and groups 1 is one too). For each image and output
+channel the ukernel runs blocks of ROWS output rows, each a call of a block function made for
+the input rows of the block that lie inside x (the blocks at the top and bottom padding have
+their own). A block function broadcasts the KH x KW weights once, then computes its rows in
+vectors of 16 output columns: one accumulator per row, and for each input row the block reads
+and each kw, one load of the tap's columns that feeds an FMA into every row that reads it. A
+tap's 16 columns are one load of x at stride 1; at stride 2 each input row's 32 + columns
+are loaded once, split into even and odd columns by two shuffles, and each tap is one of
+those shifted by whole lanes (one more shuffle). The padding costs no copy: a load that reaches past x's row is masked (the lanes
+outside read 0), and an input row outside x multiplies zeros, so that 0 x inf weights give NaN
+as in the interpreter's zero-padded windows. The vectors whose taps all lie inside the row run
+as a loop, the others are written out; the last vector of a row is stored under a mask.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import MemRefType, f32
+from xdsl.ir import Attribute
+
+from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, load, store
+
+PREFIX = "graphopt_sconv_depthwise"
+ROWS = {1: 4}
+"""Output rows computed together, by row stride (1 for the others): each input row they share
+is loaded once. Picked by measurement on MobileNet-v2's shapes (one thread, interleaved): at
+stride 1, 4 rows ran 1.1-1.5x faster than 1 (8: within 10% of 4); at stride 2, 2 or 3 rows
+ran 0.95-1.11x the speed of 1. A 'flat' variant of the small stride-1 planes (vectors of 16
+consecutive outputs across rows, 4 vectors for a 7x7 plane instead of 7 of 7 lanes) ran
+1.08x slower than blocks of 4 rows on 960x7x7 and 1.4x slower on 14x14."""
+COLUMN_STRIDES = (1, 2)
+"""Column strides the ukernel reads with (one load, or two loads and a shuffle, per tap)."""
+
+
+def applies(x_type: Attribute, w_type: Attribute, out_type: Attribute, groups: int, strides: Sequence[int]) -> bool:
+    """Whether a conv2d of these types runs as the ukernel: f32, one input channel per group,
+    a column stride of 1 or 2."""
+    return (
+        all(t.get_element_type() == f32 for t in (x_type, w_type, out_type))
+        and groups == x_type.get_shape()[1]
+        and strides[1] in COLUMN_STRIDES
+    )
+
+
+def name(types: Sequence[MemRefType], strides: Sequence[int], dilations: Sequence[int], padding: Sequence[int]) -> str:
+    """The ukernel's name for a call on memrefs (x, w, out) with these conv2d attributes."""
+    (sh, sw), (dh, dw), (top, left) = strides, dilations, padding[:2]
+    shapes = "_".join("x".join(map(str, t.get_shape())) for t in types)
+    return f"{PREFIX}_s{sh}x{sw}_d{dh}x{dw}_p{top}x{left}_{shapes}"
+
+
+def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
+    """The name of the ukernel `name_` called on memrefs of other sizes (a chunk of its images)."""
+    strides, dilations, padding = _parameters(name_)
+    return name(types, strides, dilations, padding)
+
+
+def _parameters(name_: str) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+    match = re.match(rf"{PREFIX}_s(\d+)x(\d+)_d(\d+)x(\d+)_p(\d+)x(\d+)_", name_)
+    numbers = [int(group) for group in match.groups()]
+    return (numbers[0], numbers[1]), (numbers[2], numbers[3]), (numbers[4], numbers[5])
+
+
+def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
+    """LLVM IR defining `void @name_(ptr x, ptr w, ptr out)` for these memref types."""
+    return _Ukernel(name_, types).text()
+
+
+class _Ukernel(LLVMText):
+    def __init__(self, name_: str, types: Sequence[MemRefType]):
+        super().__init__()
+        self.name = name_
+        (self.sh, self.sw), (self.dh, self.dw), (self.top, self.left) = _parameters(name_)
+        x, w, out = (t.get_shape() for t in types)
+        self.batch, self.channels, self.height, self.width = x
+        self.out_channels, _, self.kernel_h, self.kernel_w = w
+        _, _, self.out_h, self.out_w = out
+        self.multiplier = self.out_channels // self.channels
+        self.vectors = -(-self.out_w // VECTOR)
+        self.blocks: set[tuple[int, tuple[bool, ...]]] = set()
+
+    def text(self) -> str:
+        self._main()
+        for rows, inside in sorted(self.blocks):
+            self._block(rows, inside)
+        return self.ir()
+
+    def _weights(self) -> dict[tuple[int, int], str]:
+        """The channel's weights at %w, each broadcast to a vector, by tap (kh, kw)."""
+        weights = {}
+        for tap in range(self.kernel_h * self.kernel_w):
+            scalar = self.value(f"load float, ptr {self.pointer('%w', tap)}, align 4")
+            weights[divmod(tap, self.kernel_w)] = f"%w.{tap}"
+            self.lines += broadcast(f"%w.{tap}", scalar)
+        return weights
+
+    # --- a block of output rows, for the input rows it reads that lie inside x (`inside`) ---
+
+    def _block_name(self, rows: int, inside: tuple[bool, ...]) -> str:
+        return f"@{self.name}.rows{rows}_{''.join(str(int(flag)) for flag in inside)}"
+
+    def _block(self, rows: int, inside: tuple[bool, ...]) -> None:
+        """`void block(ptr x, ptr w, ptr out)` for `rows` output rows: x points at the first input
+        row the block reads (maybe outside x), w at the channel's weights, out at the first output row."""
+        self.define(f"define internal void {self._block_name(rows, inside)}(ptr %x, ptr %w, ptr %out) {{")
+        weights = self._weights()
+        full = [v for v in range(self.vectors) if self._inside(v)]
+        first, last = (full[0], full[-1] + 1) if full else (self.vectors, self.vectors)
+        for v in range(first):
+            self._vector(v, v, rows, inside, weights)
+
+        def full_vector(i: str) -> None:
+            self._vector(self.value(f"add i64 {i}, {first}"), first, rows, inside, weights)
+
+        self.loop(last - first, full_vector)
+        for v in range(last, self.vectors):
+            self._vector(v, v, rows, inside, weights)
+        self.end()
+
+    def _inside(self, v: int) -> bool:
+        """Whether every tap of output vector v reads 16 x sw columns inside x's row, and all 16 are stored."""
+        start = v * VECTOR * self.sw - self.left
+        end = start + (self.kernel_w - 1) * self.dw + VECTOR * self.sw
+        return start >= 0 and end <= self.width and (v + 1) * VECTOR <= self.out_w
+
+    def _vector(self, v: int | str, like: int, rows: int, inside: tuple[bool, ...], weights: dict) -> None:
+        """out[r, 16 v : 16 v + 16] for the block's rows r; `v` an index value (in the loop over
+        full vectors) or a number, `like` a vector whose masks it shares. Each input row's taps
+        are loaded once, for every output row that reads them."""
+        x = self.pointer("%x", v if v == 0 else self.value(f"mul i64 {v}, {VECTOR * self.sw}"))
+        sums = ["zeroinitializer"] * rows
+        for i, row_inside in enumerate(inside):
+            readers = [(r, (i - r * self.sh) // self.dh) for r in range(rows) if self._reads(r, i)]
+            if not readers:
+                continue
+            taps = self._row_taps(x, like, i) if row_inside else ["zeroinitializer"] * self.kernel_w
+            for kw, pixels in enumerate(taps):
+                for r, kh in readers:
+                    total = self.fresh()
+                    self.emit(fma(total, weights[kh, kw], pixels, sums[r]))
+                    sums[r] = total
+        for r, total in enumerate(sums):
+            column = v if v == 0 else self.value(f"mul i64 {v}, {VECTOR}")
+            out = self.pointer("%out", column if r == 0 else self.value(f"add i64 {column}, {r * self.out_w}"))
+            self.emit(store(total, out, min(VECTOR, self.out_w - like * VECTOR)))
+
+    def _reads(self, r: int, i: int) -> bool:
+        """Whether output row r of a block reads its input row i (as some window row kh)."""
+        kh, rest = divmod(i - r * self.sh, self.dh)
+        return rest == 0 and 0 <= kh < self.kernel_h
+
+    def _row_taps(self, x: str, like: int, i: int) -> list[str]:
+        """Each tap kw's 16 columns (every sw-th) of input row i for the vector at `x`, whose
+        masks are vector `like`'s. At stride 1, one load per tap. At stride 2, the row's columns
+        are loaded once in pieces of 16 and split into even and odd columns; a tap is one of
+        those, shifted by whole lanes."""
+        start = like * VECTOR * self.sw - self.left
+        offsets = [kw * self.dw for kw in range(self.kernel_w)]
+        row = i * self.width - self.left
+        if self.sw == 1:
+            return [
+                self._load(self.pointer(x, row + offset), [0 <= start + offset + lane < self.width for lane in range(VECTOR)])
+                for offset in offsets
+            ]
+        needed = (VECTOR - 1) * self.sw + offsets[-1] + 1  # floats of the row the taps read
+        pieces = []
+        for piece in range(-(-needed // VECTOR)):
+            lanes = [
+                piece * VECTOR + lane < needed and 0 <= start + piece * VECTOR + lane < self.width
+                for lane in range(VECTOR)
+            ]
+            pieces.append(self._load(self.pointer(x, row + piece * VECTOR), lanes))
+        pieces += ["zeroinitializer"] * (len(pieces) % 2)
+        halves = {
+            parity: [
+                self._shuffle(pieces[k], pieces[k + 1], [2 * lane + parity for lane in range(VECTOR)])
+                for k in range(0, len(pieces), 2)
+            ]
+            for parity in (0, 1)
+        }
+        taps = []
+        for offset in offsets:
+            shift, (first, *rest) = offset // 2, halves[offset % 2]
+            second = rest[0] if rest else "zeroinitializer"
+            taps.append(first if shift == 0 else self._shuffle(first, second, [shift + lane for lane in range(VECTOR)]))
+        return taps
+
+    def _load(self, pointer: str, lanes: list[bool]) -> str:
+        """The floats at `pointer` in `lanes` (0 in the others; no load when none)."""
+        if not any(lanes):
+            return "zeroinitializer"
+        loaded = self.fresh()
+        self.emit(load(loaded, pointer, lanes))
+        return loaded
+
+    def _shuffle(self, first: str, second: str, lanes: list[int]) -> str:
+        """The vector of lanes `lanes` of first and second concatenated (32 lanes)."""
+        indices = ", ".join(f"i32 {lane}" for lane in lanes)
+        return self.value(f"shufflevector {VECTOR_TYPE} {first}, {VECTOR_TYPE} {second}, <16 x i32> <{indices}>")
+
+    # --- the ukernel: loops over images, output channels and blocks of rows ---
+
+    def _main(self) -> None:
+        self.define(f"define void @{self.name}(ptr noalias %x, ptr noalias %w, ptr noalias %out) {{")
+
+        def image(n: str) -> None:
+            n_x = self.value(f"mul i64 {n}, {self.channels}")
+            n_out = self.value(f"mul i64 {n}, {self.out_channels}")
+            self.loop(self.out_channels, lambda o: self._channel(n_x, n_out, o))
+
+        self.loop(self.batch, image)
+        self.end()
+
+    def _channel(self, n_x: str, n_out: str, o: str) -> None:
+        """Output channel o of the image whose first input and output channels are n_x and n_out."""
+        c = self.value(f"udiv i64 {o}, {self.multiplier}")
+        x_c = self.pointer("%x", self.value(f"mul i64 {self.value(f'add i64 {n_x}, {c}')}, {self.height * self.width}"))
+        w_o = self.pointer("%w", self.value(f"mul i64 {o}, {self.kernel_h * self.kernel_w}"))
+        out_c = self.value(f"add i64 {n_out}, {o}")
+        out_o = self.pointer("%out", self.value(f"mul i64 {out_c}, {self.out_h * self.out_w}"))
+        for first, count, rows, inside in self._block_runs():
+            self.blocks.add((rows, inside))
+
+            def block(i: str, first: int = first, rows: int = rows, inside: tuple[bool, ...] = inside) -> None:
+                oh = self.value(f"add i64 {self.value(f'mul i64 {i}, {rows}')}, {first}")
+                x_row = self.value(f"mul i64 {oh}, {self.sh * self.width}")
+                x_at = self.pointer(x_c, self.value(f"sub i64 {x_row}, {self.top * self.width}"))
+                out_at = self.pointer(out_o, self.value(f"mul i64 {oh}, {self.out_w}"))
+                self.emit(f"  call void {self._block_name(rows, inside)}(ptr {x_at}, ptr {w_o}, ptr {out_at})")
+
+            self.loop(count, block)
+
+    def _block_runs(self) -> list[tuple[int, int, int, tuple[bool, ...]]]:
+        """(first output row, blocks, rows per block, input rows inside x) for each run of
+        consecutive blocks of ROWS[sh] output rows (the last block: the rows left) alike."""
+        runs: list[tuple[int, int, int, tuple[bool, ...]]] = []
+        block = ROWS.get(self.sh, 1)
+        for first in range(0, self.out_h, block):
+            rows = min(block, self.out_h - first)
+            reach = (rows - 1) * self.sh + (self.kernel_h - 1) * self.dh + 1
+            inside = tuple(0 <= first * self.sh - self.top + i < self.height for i in range(reach))
+            if runs and runs[-1][2:] == (rows, inside):
+                runs[-1] = (runs[-1][0], runs[-1][1] + 1, rows, inside)
+            else:
+                runs.append((first, 1, rows, inside))
+        return runs
