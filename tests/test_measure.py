@@ -64,6 +64,26 @@ def test_round_trip_measures_once(tmp_path, counted):
     assert data["format"] == measuring.FORMAT_VERSION and data["cpu"] == measuring.cpu_model()
 
 
+def test_an_interrupted_measurement_keeps_the_batches_it_finished(tmp_path, counted, monkeypatch):
+    monkeypatch.setattr(measuring, "BATCH", 2)
+    path, cpu = tmp_path / "costs.json", get_backend("cpu")
+    pairs = [(cpu, mlp_group(rows)) for rows in (1, 2, 3)]
+    fake = measuring.measure
+
+    def interrupted(batch, *args, **kwargs):
+        if len(counted) == 2:
+            raise KeyboardInterrupt
+        return fake(batch, *args, **kwargs)
+
+    monkeypatch.setattr(measuring, "measure", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        measure_all(pairs, CostCache(path))
+    assert len(json.loads(path.read_text())["costs"]) == 2
+    monkeypatch.setattr(measuring, "measure", fake)
+    assert measure_all(pairs, CostCache(path)) == [1e-3] * 3
+    assert [group for _, group in counted] == [group for _, group in pairs]
+
+
 def test_real_measurement_is_a_positive_median(tmp_path):
     cache = CostCache(tmp_path / "costs.json")
     blas, cpu, group = get_backend("blas"), get_backend("cpu"), mlp_group()
@@ -141,6 +161,28 @@ def test_key_ignores_ssa_and_group_names_but_not_shapes_or_backend():
     assert CostCache.key("blas", mlp_group(), threads=1) != CostCache.key("blas", mlp_group(), threads=2)
     text = canonical_text(mlp_group(group_name="another_name"))
     assert "another_name" not in text and "%x" not in text and "tensor<8x16xf32>" in text
+
+
+def scaled_by_constant(weights: np.ndarray, fused: bool) -> graph.MulOp | graph.FusedOp:
+    """relu(x * weights): the mul alone (the constant an operand), or fused (a splat constant is
+    cloned inside the group)."""
+    b = graphopt.GraphBuilder()
+    module = b.finish(b.relu(b.mul(b.input("x", weights.shape, weights.dtype), b.constant(weights))))
+    if fused:
+        FusePass().apply(make_context(), module)
+    return next(op for op in module.walk() if isinstance(op, graph.FusedOp if fused else graph.MulOp))
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["operand", "inside"])
+def test_key_ignores_constant_values_but_not_their_shapes_and_prints_one_element(fused):
+    ones = np.ones((64, 3, 3), np.float32)
+    key = CostCache.key("cpu", scaled_by_constant(ones, fused))
+    other = np.full(ones.shape, 2.5, np.float32)
+    assert CostCache.key("cpu", scaled_by_constant(other, fused)) == key
+    assert CostCache.key("cpu", scaled_by_constant(np.ones((64, 9, 1), np.float32), fused)) != key
+    assert CostCache.key("cpu", scaled_by_constant(ones.astype(np.float64), fused)) != key
+    text = canonical_text(scaled_by_constant(other, fused))
+    assert "tensor<1xf32> {type = tensor<64x3x3xf32>}" in text and "2.5" not in text
 
 
 def test_default_path_follows_xdg_cache_home(monkeypatch, tmp_path):

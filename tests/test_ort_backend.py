@@ -91,6 +91,13 @@ def test_the_kernel_writes_the_output_array_and_rebinds_new_arrays() -> None:
     kernel([-x], [second])
     np.testing.assert_allclose(first, _softmax(x), **TOLERANCE)
     np.testing.assert_allclose(second, _softmax(-x), **TOLERANCE)
+    again = x.copy()
+    kernel([again], [second])
+    binding = kernel.local.binding
+    again *= 2  # the same array objects, new contents: the binding stays, the run reads them
+    kernel([again], [second])
+    assert kernel.local.binding is binding
+    np.testing.assert_allclose(second, _softmax(2 * x), **TOLERANCE)
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:

@@ -300,6 +300,66 @@ def test_the_pass_places_on_the_targets_it_is_handed(search_mode):
     assert placed["graph.neg"] == ("fast", None)
 
 
+class SessionTargets:
+    """A made-up library that is cheap only on kernels of four ops or more (it keeps its data
+    layout between them), and "own", which costs the same per kernel whatever its size."""
+
+    fallback = "own"
+    defaults = ("own", "library")
+    launch_cost = 0.0
+
+    def names(self):
+        return ["own", "library"]
+
+    def supports(self, backend, group):
+        return None
+
+    def binding(self, group):
+        return None
+
+    def costs(self, pairs):
+        return [1e-3 if backend == "own" else 1e-4 if ops_in(group) >= 4 else 1e-2 for backend, group in pairs]
+
+
+def ops_in(group: graph.FusedOp) -> int:
+    return sum(not isinstance(op, (graph.ConstantOp, graph.YieldOp)) for op in group.body.block.ops)
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionPartitionPass(PartitionPass):
+    def targets(self):
+        return SessionTargets()
+
+
+def two_dense_layers() -> ModuleOp:
+    """Two fused groups of three ops (matmul, add, relu) in a row."""
+    b = GraphBuilder()
+    x = b.input("x", (4, 8))
+    for _ in range(2):
+        x = b.relu(b.add(b.matmul(x, b.input("w", (8, 8))), b.input("b", (8,))))
+    module = b.finish(x)
+    FusePass().apply(make_context(), module)
+    assert len(top_level_ops(module)) == 2
+    return module
+
+
+def test_cost_search_measures_chains_of_whole_groups_beyond_max_depth_ops():
+    module = two_dense_layers()  # no set of two ops has four
+    SessionPartitionPass(search="cost", max_depth=2).apply(make_context(), module)
+    (group,) = top_level_ops(module)
+    assert group.backend.data == "library"
+    assert sum(isinstance(op, graph.MatmulOp) for op in group.body.block.ops) == 2
+
+
+def test_cost_search_keeps_one_backend_alone_when_its_merged_plan_costs_less():
+    # With max-depth=1 the library is never cheaper on a candidate (each three ops): the search
+    # puts both groups on "own"; every group on the library, merged into one kernel, costs less.
+    module = two_dense_layers()
+    SessionPartitionPass(search="cost", max_depth=1).apply(make_context(), module)
+    (group,) = top_level_ops(module)
+    assert group.backend.data == "library"
+
+
 @pytest.mark.parametrize("search_mode", ["greedy", "cost"])
 @pytest.mark.parametrize("mode", ["compile", "fallback"])
 def test_a_group_the_targets_bind_goes_whole_to_its_backend(search_mode, mode):

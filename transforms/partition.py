@@ -27,11 +27,13 @@ kernel, and the last resort for ops no listed backend accepts. An op with
   an earlier backend claims part of, is split, in dataflow order, into maximal accepted pieces
   (each starting at an op on the first backend accepting that op).
 - cost: Collage. Candidate kernels are the connected sets of at most `max-depth` ops (within and
-  across groups; each group whole too) that a backend supports, valid when no dataflow path
-  leaves and re-enters them. `search` picks the cover of all ops of minimum total cost (cost +
-  `launch-penalty` per kernel), exactly while the search stays within a work bound, else by
+  across groups; each group whole too) and the chains of at most `max-depth` whole groups that a
+  backend supports, valid when no dataflow path leaves and re-enters them. `search` picks the
+  cover of all ops of minimum total cost (cost + `launch-penalty` per kernel), exactly while the search stays within a work bound, else by
   Collage's bounded rule (polynomial: 500-op graphs in under a second); touching chosen kernels
   of one backend are then merged where the merge stays acyclic and the backend supports it.
+  That plan is kept unless a plan of every group on one listed backend (merged the same way)
+  costs less, its kernels costed as they will run: merged kernels cost less than their pieces.
 
 A group in `fallback` mode is an outline: each of its ops becomes a one-op group
 `<group>.<op>_<n>`, placed on its own (greedy: the first backend accepting it; cost: its
@@ -589,11 +591,35 @@ class _Partitioner:
             placed += [(nodes, b) for b in backends]
         candidates += [Candidate(nodes, b, cost) for (nodes, b), cost in zip(placed, self.costs(placed))]
         chosen = search(self.flow.inputs, candidates, [*self.priority, self.fallback], self.options.launch_cost(self.targets))
-        return self._merge_touching([Placement(c.ops, c.backend) for c in chosen])
+        plans = [self._merge_touching([Placement(c.ops, c.backend) for c in chosen])]
+        plans += [self._merge_touching(plan) for b in self.priority
+                  if (plan := self._single_backend_plan(b)) is not None]
+        self.costs([(p.nodes, p.backend) for plan in plans for p in plan if p.backend is not None])  # asked together
+        return min(plans, key=self._plan_cost)
+
+    def _single_backend_plan(self, backend: str) -> list[Placement] | None:
+        """Every group whole on `backend`, or None if it refuses one."""
+        plan = []
+        for unit in self.flow.units:
+            if unit.placeable and not self.accepts(unit.nodes, backend):
+                return None
+            plan.append(Placement(unit.nodes, backend if unit.placeable else None))
+        return plan
+
+    def _plan_cost(self, plan: list[Placement]) -> float:
+        """What the kernels of a plan cost together, each as one kernel (merged kernels are asked
+        for again: their costs are not the sums of their pieces'), plus the launch penalty each.
+        The search adds the costs of its pieces; this compares the plans as they will run, so
+        the mix is kept only where it beats each backend alone. `by_cost` asks for the kernels
+        of all plans at once, so the new ones are measured together, under the same load."""
+        placed = [(p.nodes, p.backend) for p in plan if p.backend is not None]
+        return sum(self.costs(placed)) + len(placed) * self.options.launch_cost(self.targets)
 
     def _candidate_sets(self) -> list[frozenset[int]]:
-        """Each group whole, and the connected sets of at most max-depth nodes that no dataflow
-        path leaves and re-enters (nodes of whole units only in their unit)."""
+        """Each group whole, the connected sets of at most max-depth nodes, and the chains of at
+        most max-depth whole groups, each feeding the next (so a library backend is measured on
+        a chain of fused groups as one session), all such that no dataflow path leaves and
+        re-enters them (nodes of whole units only in their unit)."""
         flow = self.flow
         free = {i for u in flow.units if not u.whole for i in u.nodes}
         neighbours = {i: (flow.inputs[i] | flow.consumers[i]) & free for i in free}
@@ -603,6 +629,13 @@ class _Partitioner:
         for _ in range(self.options.max_depth - 1):
             layer = {s | {n} for s in layer for i in s for n in neighbours[i] - s}
             found |= layer
+        units = [u.nodes for u in flow.units if u.placeable and not u.whole]
+        unit_of = {i: nodes for nodes in units for i in nodes}
+        feeds = {nodes: {unit_of[n] for i in nodes for n in flow.consumers[i] & free} - {nodes} for nodes in units}
+        chains = [(nodes,) for nodes in units]
+        for _ in range(self.options.max_depth - 1):
+            chains = [(*chain, n) for chain in chains for n in feeds[chain[-1]]]
+            found |= {frozenset().union(*chain) for chain in chains}
         return sorted((s for s in found if is_convex(s, flow.consumers.__getitem__, position=int)), key=lambda s: sorted(s))
 
     def _merge_touching(self, placements: list[Placement]) -> list[Placement]:
@@ -655,7 +688,8 @@ class PartitionPass(ModulePass):
     """Seconds added per kernel by the cost search (write 0.000005: xDSL reads 5e-6 as text;
     default: the targets' launch cost)."""
     max_depth: int = 4
-    """Most ops in a candidate kernel of the cost search (groups made by fusion count whole)."""
+    """Most ops in a candidate kernel of the cost search, and most whole groups (a group made by
+    fusion is a candidate whatever its size)."""
     report: bool = False
     """Print one row per group to stderr: ops, backend and cost, the best alternative and its cost."""
 

@@ -51,6 +51,10 @@ REPEAT = 10
 MIN_SAMPLE_SECONDS = 2e-4
 """A sample runs its kernel at least this long, so the timer's resolution and the Python call
 around a short kernel weigh little."""
+BATCH = 256
+"""Kernels `measure_all` measures together (round-robin) and then caches: an interrupted search
+keeps what it measured. The partitioner asks for a group's backends one after another, so they
+fall in one batch and see the same load."""
 SMALL_INT_BOUND = 4
 """Random integer inputs lie in [0, SMALL_INT_BOUND), valid as indices of most axes."""
 
@@ -62,15 +66,20 @@ SMALL_INT_BOUND = 4
 
 def canonical_text(group: Operation) -> str:
     """`group` printed alone with its shapes; the same for groups that differ only in SSA names,
-    group name and the values of constant operands (printed as zeros: costs do not depend on them).
+    group name and the values of constant operands (costs do not depend on them).
 
         %3 = graph.relu %x : tensor<4xf32>    and    %y = graph.relu %0 : tensor<4xf32>
         both print as  func.func @group(%0 : tensor<4xf32>) -> tensor<4xf32> { %1 = graph.relu %0 ... }
+
+    A constant prints as one zero with its type as an attribute, `graph.constant dense<0.0> :
+    tensor<1xf32> {type = tensor<512x512x3x3xf32>}`: a splat of its own shape would be built and
+    read back element by element (0.4 s for that weight, most of a ResNet-50 search's time).
     """
     function = standalone(group)
-    for op in function.body.block.ops:
+    for op in function.walk():
         if isinstance(op, graph.ConstantOp):
-            op.attributes["value"] = DenseIntOrFPElementsAttr.from_list(op.value.type, [0])
+            op.attributes["type"] = op.result.type
+            op.attributes["value"] = DenseIntOrFPElementsAttr.from_list(TensorType(op.result.type.get_element_type(), [1]), [0])
     stream = io.StringIO()
     Printer(stream=stream).print_op(function)
     return stream.getvalue()
@@ -312,13 +321,16 @@ class CostCache:
 
 def measure_all(pairs: Sequence[tuple[Backend, Operation]], cache: CostCache, quiet: bool = False,
                 threads: int | None = None) -> list[float]:
-    """Seconds of each (backend, group): cached, else measured (all missing ones together) and
-    cached. A tqdm progress bar counts the samples when stderr is a terminal, unless `quiet`."""
+    """Seconds of each (backend, group): cached, else measured (the missing ones together, in
+    batches of BATCH, each cached when measured). A tqdm progress bar counts the samples when
+    stderr is a terminal, unless `quiet`."""
     keys = [cache.key(backend.name, group, threads) for backend, group in pairs]
-    missing = {key: pair for key, pair in zip(keys, pairs) if cache.get(key) is None}
+    missing = list({key: pair for key, pair in zip(keys, pairs) if cache.get(key) is None}.items())
     if missing:
         show = not quiet and sys.stderr.isatty()
         with tqdm(total=REPEAT * len(missing), desc="measuring kernels", unit="sample", disable=not show) as bar:
-            seconds = measure(list(missing.values()), REPEAT, threads, on_sample=bar.update)
-        cache.put(dict(zip(missing, seconds)))
+            for start in range(0, len(missing), BATCH):
+                batch = missing[start : start + BATCH]
+                seconds = measure([pair for _, pair in batch], REPEAT, threads, on_sample=bar.update)
+                cache.put({key: s for (key, _), s in zip(batch, seconds)})
     return [cache.get(key) for key in keys]
