@@ -43,7 +43,7 @@ from graphopt.backends.measure import CostCache
 
 from end_to_end import environment, graphopt_runner, onnxruntime_runner
 from models import MODELS, load_model, model_inputs
-from timing import interleaved_medians, results_per_thread_count
+from timing import interleaved_medians, parse_model_arguments, results_per_thread_count, write_json
 
 DEFAULT_MODELS = ("resnet50", "inception_v1", "inception_v2", "squeezenet", "shufflenet", "densenet121")
 QUICK_MODELS = ("resnet50", "inception_v1")
@@ -97,24 +97,10 @@ def markdown_table(rows: dict[str, dict], threads: str) -> str:
 
 
 def parse_arguments() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", help=f"comma-separated, from {', '.join(MODELS)} "
-                                         f"(default: {', '.join(DEFAULT_MODELS)})")
-    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts, one table each")
-    parser.add_argument("--repeat", type=int, default=10, help="timed blocks of 4 calls per system and model")
-    parser.add_argument("--quick", action="store_true",
-                        help=f"{QUICK_ROUNDS} blocks per model; without --models only {', '.join(QUICK_MODELS)}")
-    parser.add_argument("--cache", help="the measured-cost cache file (default: a new one per run: cold measurements)")
-    parser.add_argument("--json", help="write medians, ratios, machine and versions here")
-    args = parser.parse_args()
-    names = args.models.split(",") if args.models else list(QUICK_MODELS if args.quick else DEFAULT_MODELS)
-    unknown = [name for name in names if name not in MODELS]
-    if unknown:
-        parser.error(f"unknown model(s) {', '.join(unknown)}; the models are {', '.join(MODELS)}")
-    args.models = ",".join(names)
-    if args.quick:
-        args.repeat = QUICK_ROUNDS
-    return args
+    def add_options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--cache", help="the measured-cost cache file (default: a new one per run: cold measurements)")
+
+    return parse_model_arguments(__doc__.splitlines()[0], MODELS, DEFAULT_MODELS, QUICK_MODELS, QUICK_ROUNDS, add_options)
 
 
 def main() -> None:
@@ -131,9 +117,7 @@ def main() -> None:
         results["threads"] = results_per_thread_count(args.threads.split(","), arguments, scratch)
     for threads, rows in results["threads"].items():
         print(markdown_table(rows, threads) + "\n")
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
-        print(f"wrote {args.json}")
+    write_json(args.json, results)
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ from graphopt.backends.measure import cpu_model
 from graphopt.dialects import graph
 
 from cpu_codegen import numpy_layer_norm, numpy_softmax
-from timing import pyplot, results_per_thread_count
+from timing import pyplot, results_per_thread_count, write_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from make_examples import small_normal, xavier_normal
@@ -476,9 +476,7 @@ def main() -> None:
         cost_cache = args.cost_cache or str(Path(scratch) / "costs.json")
         arguments = ["--repeat", str(args.repeat), "--cost-cache", cost_cache, *(["--only", args.only] if args.only else [])]
         results["threads"] = results_per_thread_count(args.threads.split(","), arguments, scratch)
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
-        print(f"wrote {args.json}")
+    write_json(args.json, results)
     if args.png:
         plot(results, args.png)
 

@@ -45,7 +45,7 @@ import onnx
 import graphopt
 
 from end_to_end import environment, graphopt_runner, onnxruntime_runner
-from timing import interleaved_medians, pyplot, results_per_thread_count
+from timing import interleaved_medians, parse_model_arguments, pyplot, results_per_thread_count, write_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from make_examples import small_normal, xavier_normal
@@ -215,24 +215,11 @@ def plot(results: dict, path: str) -> None:
 
 
 def parse_arguments() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", help=f"comma-separated, from {', '.join(MODELS)} (default: all)")
-    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts, one table each")
-    parser.add_argument("--repeat", type=int, default=10, help="timed blocks of 4 calls per system and model")
-    parser.add_argument("--quick", action="store_true",
-                        help=f"{QUICK_ROUNDS} blocks per model; without --models only {', '.join(QUICK_MODELS)}")
-    parser.add_argument("--profile", action="store_true", help=f"print the {TOP_STEPS} slowest steps of each model")
-    parser.add_argument("--json", help="write medians, ratios, profiles, machine and versions here")
-    parser.add_argument("--png", help="write a bar chart of the ratios here")
-    args = parser.parse_args()
-    names = args.models.split(",") if args.models else list(QUICK_MODELS if args.quick else MODELS)
-    unknown = [name for name in names if name not in MODELS]
-    if unknown:
-        parser.error(f"unknown model(s) {', '.join(unknown)}; the models are {', '.join(MODELS)}")
-    args.models = ",".join(names)
-    if args.quick:
-        args.repeat = QUICK_ROUNDS
-    return args
+    def add_options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--profile", action="store_true", help=f"print the {TOP_STEPS} slowest steps of each model")
+        parser.add_argument("--png", help="write a bar chart of the ratios here")
+
+    return parse_model_arguments(__doc__.splitlines()[0], MODELS, MODELS, QUICK_MODELS, QUICK_ROUNDS, add_options)
 
 
 def main() -> None:
@@ -248,9 +235,7 @@ def main() -> None:
         results["threads"] = results_per_thread_count(args.threads.split(","), arguments, scratch)
     for threads, rows in results["threads"].items():
         print(markdown_table(rows, threads) + "\n")
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
-        print(f"wrote {args.json}")
+    write_json(args.json, results)
     if args.png:
         plot(results, args.png)
 

@@ -102,3 +102,34 @@ def pyplot(path: str):
     import matplotlib.pyplot
 
     return matplotlib.pyplot
+
+
+def parse_model_arguments(description: str, models: Sequence[str], default_models: Sequence[str],
+                          quick_models: Sequence[str], quick_rounds: int,
+                          add_options: Callable[[argparse.ArgumentParser], None]) -> argparse.Namespace:
+    """The options of a benchmark over named models (--models, --threads, --repeat, --quick,
+    --json, and those `add_options` adds); `models` in the result is the checked list, comma-joined."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--models", help=f"comma-separated, from {', '.join(models)} (default: {', '.join(default_models)})")
+    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts, one table each")
+    parser.add_argument("--repeat", type=int, default=10, help="timed blocks of 4 calls per system and model")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"{quick_rounds} blocks per model; without --models only {', '.join(quick_models)}")
+    parser.add_argument("--json", help="write the medians, ratios, machine and versions here")
+    add_options(parser)
+    args = parser.parse_args()
+    names = args.models.split(",") if args.models else list(quick_models if args.quick else default_models)
+    unknown = [name for name in names if name not in models]
+    if unknown:
+        parser.error(f"unknown model(s) {', '.join(unknown)}; the models are {', '.join(models)}")
+    args.models = ",".join(names)
+    if args.quick:
+        args.repeat = quick_rounds
+    return args
+
+
+def write_json(path: str | None, results: dict) -> None:
+    """`results` as JSON at `path`, when one is given."""
+    if path:
+        Path(path).write_text(json.dumps(results, indent=1) + "\n")
+        print(f"wrote {path}")

@@ -548,9 +548,10 @@ class _Partitioner:
                 continue
             backend = self.first_accepting(unit.nodes)
             if backend is not None and not unit.whole:
-                claims_part = next((b for b in self.allowed(unit.nodes)[: self.allowed(unit.nodes).index(backend)]
-                                    if any(self.supports(frozenset({i}), b) for i in unit.nodes)), None)
-                backend = None if claims_part else backend
+                allowed = self.allowed(unit.nodes)
+                earlier = allowed[: allowed.index(backend)]
+                if any(self.supports(frozenset({i}), b) for b in earlier for i in unit.nodes):
+                    backend = None  # an earlier backend claims some of its ops: split it
             if backend is not None or unit.whole or len(unit.nodes) == 1:
                 placements.append(Placement(unit.nodes, backend or self.fallback))
             else:
