@@ -23,7 +23,7 @@ injective ops (transpose, broadcast_to, reshape, slice) are index maps, and noth
 stored between ops. pad and concat select between reads at shifted indices (a read that may
 fall outside its buffer loads at the clamped index); gather loads at positions read from its
 indices. A group with one anchor or reduction writes that op's result into the output buffer
-with a few generics (init, contraction or reduction, finish) and then applies its elementwise
+with a `linalg.fill` (the init) and a few generics (contraction or reduction, finish) and then applies its elementwise
 epilogue in place. Loops are ordered so that the innermost one is parallel and contiguous
 (matmul (m, k, n); conv2d (n, o / 4, c, kh, p) over the flat output positions p of a padded,
 stride-phase copy of x, with the window row and 4 output channels unrolled in the body;
@@ -50,7 +50,9 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriteWalker
 from xdsl.traits import SymbolTable
+from xdsl.transforms.linalg_generalize_named_ops import GeneralizeNamedOpPattern
 from xdsl.utils.exceptions import PassFailedException
 
 from graphopt.dialects import graph
@@ -197,6 +199,14 @@ def lower_group(
     work = group_work(op)
     function.attributes[WORK_ATTR] = IntegerAttr(max(work.flops, work.bytes // 4), i64)
     return function
+
+
+def generalized(kernel: func.FuncOp) -> func.FuncOp:
+    """`kernel` with its named linalg ops (`linalg.fill`) rewritten in place as `linalg.generic`s
+    (xDSL's `linalg-generalize-named-ops`, which opens the CPU `kernels` stage): the loop nests
+    the CPU kernel passes and the CUDA mapper read."""
+    PatternRewriteWalker(GeneralizeNamedOpPattern()).rewrite_region(kernel.body)
+    return kernel
 
 
 def supports(op: Operation) -> str | None:

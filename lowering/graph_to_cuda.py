@@ -48,6 +48,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    MemRefType,
     ModuleOp,
     UnitAttr,
     i32,
@@ -64,7 +65,7 @@ from xdsl.utils.exceptions import PassFailedException
 from graphopt.dialects import cuda, graph
 from graphopt.dialects.attributes import is_float
 from graphopt.lowering.linalg.abi import KERNEL_ATTR as LINALG_KERNEL_ATTR
-from graphopt.lowering.convert_graph_to_linalg import kernel_sources, lower_group, replace_module_contents
+from graphopt.lowering.convert_graph_to_linalg import generalized, kernel_sources, lower_group, replace_module_contents
 from graphopt.lowering.linalg.schedule import SCHEDULES
 from graphopt.lowering.linalg.abi import Unsupported
 
@@ -239,6 +240,8 @@ class GenericMapper:
         return code.affine_map(map_, dims)
 
     def load(self, code: DeviceCode, buffer: SSAValue, map_: AffineMap, dims: Sequence[SSAValue]) -> SSAValue:
+        if not isinstance(buffer.type, MemRefType):  # a scalar operand: a generalized linalg.fill's value
+            return buffer
         return code.emit(memref.LoadOp.get(buffer, self.indices(code, buffer, map_, dims)))
 
     def store(self, code: DeviceCode, value: SSAValue, buffer: SSAValue, map_: AffineMap, dims: Sequence[SSAValue]) -> None:
@@ -540,7 +543,7 @@ def lower_group_to_cuda(op: Operation, name: str | None = None) -> CudaKernel:
     members = list(op.body.block.ops) if isinstance(op, graph.FusedOp) else [op]
     if any(isinstance(member, (graph.Conv2dOp, graph.Pool2dOp)) for member in members):
         raise Unsupported("cuda: convolution and pooling are not lowered to CUDA yet")
-    function = lower_group(op, name, SCHEDULES["plain"])
+    function = generalized(lower_group(op, name, SCHEDULES["plain"]))
     _check_math(function)
     del function.attributes[LINALG_KERNEL_ATTR]
     function.attributes[cuda.KERNEL_ATTR] = UnitAttr()

@@ -4,11 +4,11 @@ Each stage is xDSL pass-pipeline text, the text `graph-opt -p` takes, parsed aga
 and graphopt's lowering passes (which graph-opt registers too). The cpu backend, the JIT, the cuda backend's PTX and graph-opt's
 `--lower-to-linalg`, `--lower-to-llvm`, `-t llvm` and `-t ptx` all run these stages:
 
-    CPU.spec("to-kernels", "weights", "kernels")  # "convert-graph-to-linalg{backend=cpu},pack-weights,share-kernel-code,..."
+    CPU.spec("to-kernels", "weights", "kernels")  # "convert-graph-to-linalg{backend=cpu},pack-weights,linalg-generalize-named-ops,..."
     CPU.apply(module, "llvm", alignment=16)   # kernels -> llvm dialect, in place
 
 CPU stages: `to-kernels` (@main's groups -> one func.func per group on memrefs, linalg),
-`weights` (pack the packed GEMM's constant b), `kernels` (what the cpu backend adds to the kernels: one function for kernels with the same
+`weights` (pack the packed GEMM's constant b), `kernels` (named linalg ops such as `linalg.fill` generalized, then what the cpu backend adds to the kernels: one function for kernels with the same
 code, row-local marks, and with `threads` > 1 (default 1) row chunks of large kernels), `llvm` (-> llvm dialect; `alignment`:
 bytes promised for kernel pointer arguments). The cpu backend lowers the groups it is given
 one by one, as `to-kernels` does for @main's, then runs `weights`, `kernels` (with its
@@ -65,9 +65,8 @@ CPU = Target(
     {
         "to-kernels": "convert-graph-to-linalg{{backend=cpu}}",
         "weights": "pack-weights",
-        "kernels": "share-kernel-code,mark-row-local,split-rows{{threads={threads} min-work={min_work}}}",
+        "kernels": "linalg-generalize-named-ops,share-kernel-code,mark-row-local,split-rows{{threads={threads} min-work={min_work}}}",
         "llvm": ",".join([
-            "linalg-generalize-named-ops",
             "convert-linalg-to-loops",
             "fuse-row-loops",
             "lower-affine",

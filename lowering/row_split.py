@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from xdsl.dialects import func, memref
+from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import MemRefType
 from xdsl.dialects.linalg.ops import GenericOp, IndexOp
 from xdsl.ir import Block, Region, SSAValue
@@ -61,7 +61,8 @@ def row_split(kernel: func.FuncOp) -> RowSplit | None:
     generics = [op for op in block.ops if isinstance(op, GenericOp)]
     calls = [op for op in block.ops if isinstance(op, func.CallOp)]
     if not (generics or calls) or any(
-        not isinstance(op, (GenericOp, func.CallOp, memref.AllocOp, memref.DeallocOp, func.ReturnOp)) for op in block.ops
+        not isinstance(op, (GenericOp, func.CallOp, arith.ConstantOp, memref.AllocOp, memref.DeallocOp, func.ReturnOp))
+        for op in block.ops
     ):
         return None
     sliced: set[SSAValue] = set()

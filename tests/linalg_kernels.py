@@ -17,7 +17,7 @@ from xdsl.context import Context
 from xdsl.dialects import arith, func, memref
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import IndexType, ModuleOp
-from xdsl.dialects.linalg.ops import GenericOp, IndexOp
+from xdsl.dialects.linalg.ops import FillOp, GenericOp, IndexOp
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 from xdsl.interpreters.arith import ArithFunctions
 from xdsl.interpreters.func import FuncFunctions
@@ -88,6 +88,12 @@ class KernelFunctions(InterpreterFunctions):
             for out, m, value in zip(outputs, maps[len(op.inputs) :], results):
                 out[m.eval(point, ())] = value
             self.points.pop()
+        return ()
+
+    @impl(FillOp)
+    def run_fill(self, interpreter, op, args):
+        value, out = args
+        out[...] = value
         return ()
 
     @impl(IndexOp)

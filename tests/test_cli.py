@@ -144,9 +144,9 @@ def test_shorthand_flag_of_missing_pass_fails_only_when_used(add_relu: Path, mon
 
 def test_stage_flag_ends_the_pipeline(add_relu: Path):
     tool = graph_opt.GraphOptMain([str(add_relu), "--lower-to-linalg", "-p", "cse", "--fuse"])
-    assert tool.args.passes == "fuse,cse,convert-graph-to-linalg{backend=cpu},pack-weights,share-kernel-code,mark-row-local,split-rows{threads=1 min-work=131072}"
+    assert tool.args.passes == "fuse,cse,convert-graph-to-linalg{backend=cpu},pack-weights,linalg-generalize-named-ops,share-kernel-code,mark-row-local,split-rows{threads=1 min-work=131072}"
     tool = graph_opt.GraphOptMain([str(add_relu), "--lower-to-llvm"])
-    assert tool.args.passes.startswith("convert-graph-to-linalg{backend=cpu},pack-weights,share-kernel-code,mark-row-local,split-rows{threads=1 min-work=131072},linalg-generalize-named-ops,")
+    assert tool.args.passes.startswith("convert-graph-to-linalg{backend=cpu},pack-weights,linalg-generalize-named-ops,share-kernel-code,mark-row-local,split-rows{threads=1 min-work=131072},convert-linalg-to-loops,")
     assert tool.args.passes.endswith(",reconcile-unrealized-casts")
 
 

@@ -10,7 +10,7 @@ from xdsl.parser import Parser
 
 import graphopt
 from graphopt.builder import GraphBuilder
-from graphopt.lowering.convert_graph_to_linalg import lower_group
+from graphopt.lowering.convert_graph_to_linalg import generalized, lower_group
 from graphopt.lowering.pipelines import CPU
 from graphopt.lowering.row_split import row_split
 from graphopt.runtime.thread_pool import usable_cores
@@ -61,7 +61,7 @@ def test_split_runs_equal_the_interpreter(module, split, threads):
 def test_row_bytes_leave_broadcast_arguments_whole():
     module = chain((1024, 64), (64,))
     fused = next(iter(graphopt.compile(module, threads=1).module.body.block.first_op.body.block.ops))
-    split = row_split(lower_group(fused, "k"))
+    split = row_split(generalized(lower_group(fused, "k")))
     assert split.rows == 1024
     assert split.row_bytes == (64 * 4, 0, 64 * 4)
 
@@ -73,7 +73,7 @@ def test_chunks_start_16_byte_aligned(shape, granule, threads, monkeypatch):
     monkeypatch.setitem(CPU.defaults, "min_work", 0)
     module = chain(shape, shape[-1:])
     exe = graphopt.compile(module, threads=threads)
-    split = row_split(lower_group(only_step(exe).op))
+    split = row_split(generalized(lower_group(only_step(exe).op)))
     assert (split.rows, split.granule) == (shape[0], granule)
     begins = [begin for _, begin in only_step(exe).kernel.chunks]
     assert begins[0] == 0 and len(begins) > 1 and all(begin * split.row_bytes[0] % 16 == 0 for begin in begins)
@@ -125,7 +125,7 @@ def test_blocked_matmul_splits_by_row_blocks():
     rng = np.random.default_rng(2)
     inputs = [rng.standard_normal(shape).astype(np.float32) for shape in ((128, 256), (256, 512), (512,))]
     exe = graphopt.compile(module, threads=2)
-    split = row_split(lower_group(only_step(exe).op))
+    split = row_split(generalized(lower_group(only_step(exe).op)))
     assert split.rows == 4 and split.row_bytes == (32 * 256 * 4, 0, 0, 32 * 512 * 4)  # units of 32 rows
     assert only_step(exe).kernel.chunks
     for got, want in zip(exe(*inputs), graphopt.interpret(module, *inputs), strict=True):

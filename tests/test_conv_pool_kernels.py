@@ -16,7 +16,7 @@ from graphopt.backends import get_backend
 from graphopt.dialects import graph
 from graphopt.dialects.shapes import conv2d, pool2d
 from graphopt.lowering import depthwise_conv, direct_conv
-from graphopt.lowering.convert_graph_to_linalg import lower_group
+from graphopt.lowering.convert_graph_to_linalg import generalized, lower_group
 from graphopt.lowering.pipelines import CPU
 from graphopt.lowering.row_split import row_split
 from graphopt.parsing import make_context
@@ -50,7 +50,7 @@ def check_group(module, arrays, rtol=1e-4, atol=1e-5):
     both equal the interpreter."""
     main = next(op for op in module.ops if isinstance(op, FuncOp))
     group = next(op for op in main.body.block.ops if isinstance(op, graph.FusedOp))
-    split = row_split(lower_group(group, "k"))
+    split = row_split(generalized(lower_group(group, "k")))
     assert split is not None  # every generic iterates the batch as d0
     (expected,) = graphopt.interpret(module, *arrays)
     for threads in (1, 2):

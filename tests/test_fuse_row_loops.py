@@ -5,7 +5,7 @@ import pytest
 
 import graphopt
 from graphopt.builder import GraphBuilder
-from graphopt.lowering.convert_graph_to_linalg import lower_group
+from graphopt.lowering.convert_graph_to_linalg import generalized, lower_group
 from graphopt.lowering.mark_row_local import is_row_local
 
 
@@ -29,7 +29,7 @@ OPS = {
 def kernel_of(module):
     main = graphopt.compile(module, threads=1).module.body.block.first_op
     (group,) = [op for op in main.body.block.ops if op.name not in ("func.return", "graph.constant")]
-    return lower_group(group, "k")
+    return generalized(lower_group(group, "k"))
 
 
 @pytest.mark.parametrize("op", OPS)

@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
-from xdsl.dialects.linalg.ops import GenericOp, IndexOp
+from xdsl.dialects.linalg.ops import FillOp, GenericOp, IndexOp
 from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
@@ -39,6 +39,13 @@ if TYPE_CHECKING:
     from graphopt.lowering.linalg.abi import Group
     from graphopt.lowering.linalg.indexing import Index
     from graphopt.lowering.linalg.schedule import PlainSchedule
+
+
+def scalar_constant(value: float, element: Attribute) -> arith.ConstantOp:
+    """`value` as an `arith.constant` of scalar type `element`."""
+    if is_float(element):
+        return arith.ConstantOp(FloatAttr(float(value), element))
+    return arith.ConstantOp(IntegerAttr(int(value), element))
 
 
 def _iterators(rank: int, reduced: set[int]) -> list[str]:
@@ -73,9 +80,7 @@ class LoopBody:
         return op.results[0]
 
     def constant(self, value: float, element: Attribute) -> SSAValue:
-        if is_float(element):
-            return self.emit(arith.ConstantOp(FloatAttr(float(value), element)))
-        return self.emit(arith.ConstantOp(IntegerAttr(int(value), element)))
+        return self.emit(scalar_constant(value, element))
 
     def output(self, position: int) -> SSAValue:
         """The current value of output `position` (the accumulator of a reduction)."""
@@ -279,8 +284,10 @@ class Kernel:
         return self.extents[size]
 
     def fill(self, buffer: SSAValue, value: float) -> None:
-        body = self.elementwise(buffer.type.get_shape(), [buffer])
-        body.finish([body.constant(value, element_of(buffer))])
+        """`linalg.fill` of `buffer` with `value` (the kernels stage generalizes it, as MLIR's
+        `linalg-generalize-named-ops` does, before the CPU and GPU schedules read its loops)."""
+        scalar = self.builder.insert(scalar_constant(value, element_of(buffer))).result
+        self.builder.insert(FillOp((scalar,), (buffer,), ()))
 
     def temporary(self, shape: Sequence[int], element: Attribute) -> SSAValue:
         alloc = memref.AllocOp.get(element, shape=list(shape))
