@@ -613,9 +613,8 @@ class _Partitioner:
         consecutive units is convex). None when no backend saves by running groups together.
 
         A backend saves by running groups together when a chain of two groups, measured as one
-        kernel on it, costs less than the two apart by more than the launch cost (the median
-        saving over the measured chains: ONNX Runtime converts layouts once per session and
-        pays one run). A unit is a cut for such a backend where another backend runs it alone
+        kernel on it, costs less than the two apart (the median saving over the chains the
+        search measured: ONNX Runtime converts layouts once per session and pays one run). A unit is a cut for such a backend where another backend runs it alone
         for less than it costs there minus that saving (or where it cannot go there). Its
         pieces are the runs of units between cuts, each joined with up to `_ABSORBED_CUTS`
         following cuts and runs (so a cut unit may stay inside a piece when the boundary costs
@@ -644,19 +643,26 @@ class _Partitioner:
         pieces = [(i, j, b) for i, j, b in dict.fromkeys(pieces) if self.accepts(self._nodes(i, j), b)]
         if not pieces:
             return None
-        piece_costs = self.costs([(self._nodes(i, j), b) for i, j, b in pieces])  # asked together
-        best: list[tuple[float, list[Placement]]] = [(0.0, [])]
+        ending: dict[int, list[tuple[int, str, float]]] = {}
+        for (i, j, b), seconds in zip(pieces, self.costs([(self._nodes(i, j), b) for i, j, b in pieces])):  # asked together
+            ending.setdefault(j, []).append((i, b, seconds + launch))
+        # best[j]: the cost of the cheapest plan of units 0..j-1, where its last kernel starts, its backend
+        best: list[tuple[float, int, str | None]] = [(0.0, 0, None)]
         for j, unit in enumerate(units, start=1):
-            cost, plan = best[j - 1]
             if alone[j - 1] is None:
-                options = [(cost, [*plan, Placement(unit.nodes, None)])]
+                options = [(best[j - 1][0], j - 1, None)]
             else:
                 backend, seconds = alone[j - 1]
-                options = [(cost + seconds + launch, [*plan, Placement(unit.nodes, backend)])]
-            options += [(best[i][0] + seconds + launch, [*best[i][1], Placement(self._nodes(i, j), b)])
-                        for (i, end, b), seconds in zip(pieces, piece_costs) if end == j]
+                options = [(best[j - 1][0] + seconds + launch, j - 1, backend)]
+            options += [(best[i][0] + seconds, i, b) for i, b, seconds in ending.get(j, [])]
             best.append(min(options, key=lambda option: option[0]))
-        return best[-1][1]
+        plan: list[Placement] = []
+        end = len(units)
+        while end > 0:
+            _, start, backend = best[end]
+            plan.insert(0, Placement(self._nodes(start, end), backend))
+            end = start
+        return plan
 
     def _nodes(self, first: int, end: int) -> frozenset[int]:
         """The nodes of units first..end-1."""
