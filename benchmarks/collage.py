@@ -1,4 +1,4 @@
-"""Collage on whole models: cpu alone, ort alone, ONNX Runtime on the model and the measured mix, side by side (issue 18).
+"""Collage on whole models: cpu, ort, ONNX Runtime on the model and the measured mix, side by side (issue 18).
 
     python benchmarks/collage.py [--models resnet50,bert_layer] [--threads 1,2] [--repeat 10]
                                  [--quick] [--cache costs.json] [--json out.json]
@@ -99,7 +99,8 @@ def plan_summary(executable: graphopt.Executable) -> str:
     for backend in dict.fromkeys(step.backend for step in executable.steps):
         steps = [step for step in executable.steps if step.backend == backend]
         if backend == "ort":
-            ops = sum(not isinstance(op, (graph.ConstantOp, graph.YieldOp)) for step in steps for op in step.op.body.block.ops)
+            ops = sum(not isinstance(op, (graph.ConstantOp, graph.YieldOp))
+                      for step in steps for op in step.op.body.block.ops)
             parts.append(f"ort {len(steps)} piece{'s' * (len(steps) != 1)} ({ops} ops)")
         else:
             parts.append(f"{backend} {len(steps)} kernel{'s' * (len(steps) != 1)}")
@@ -122,7 +123,8 @@ def parse_arguments() -> argparse.Namespace:
     def add_options(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--cache", help="the measured-cost cache file (default: a new one per run: cold measurements)")
 
-    return parse_model_arguments(__doc__.splitlines()[0], ALL_MODELS, DEFAULT_MODELS, QUICK_MODELS, QUICK_ROUNDS, add_options)
+    return parse_model_arguments(__doc__.splitlines()[0], ALL_MODELS, DEFAULT_MODELS, QUICK_MODELS, QUICK_ROUNDS,
+                                 add_options)
 
 
 def main() -> None:

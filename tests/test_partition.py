@@ -25,9 +25,10 @@ from graphopt.parsing import make_context
 from graphopt.tools import graph_opt
 from graphopt.tools.graph_opt import BACKEND_COLOURS
 from graphopt.tools.graph_run import random_inputs
-from graphopt.backends.targets import RegistryPartitionPass
-from graphopt.compiler import placed_step
+from graphopt.backends.targets import RegistryPartitionPass, RegistryTargets
+from graphopt.compiler import compile_kernels, placed_step
 from graphopt.errors import GraphoptError
+from graphopt.runtime.executable import Executable
 from graphopt.transforms.fuse import FusePass
 from graphopt.transforms.partition import PLACEMENT_REASON, Candidate, PartitionPass, search
 
@@ -433,7 +434,8 @@ def test_cost_search_mixes_long_library_pieces_with_own_kernels_between_them():
     placed = [(g.backend.data, sum(isinstance(op, graph.MatmulOp) for op in g.body.block.ops)) for g in groups]
     assert placed == [("library", 3), ("own", 0), ("library", 3)]
     arrays = random_inputs(module.body.block.first_op, seed=0)
-    np.testing.assert_allclose(graphopt.interpret(module, *arrays)[0], graphopt.interpret(dense_runs(2, 3), *arrays)[0], rtol=1e-6)
+    np.testing.assert_allclose(graphopt.interpret(module, *arrays)[0], graphopt.interpret(dense_runs(2, 3), *arrays)[0],
+                               rtol=1e-6)
 
 
 def test_the_pieces_measured_grow_linearly_with_the_cuts():
@@ -454,6 +456,29 @@ def test_cost_search_keeps_one_backend_where_it_wins_everywhere():
     targets.costs = lambda pairs: [2e-6 if backend == "own" else 1e-6 for backend, _ in pairs]
     groups = place_on(targets, dense_runs(2, 3), max_depth=2)
     assert [g.backend.data for g in groups] == ["library"]
+
+
+class PricedRegistryTargets(RegistryTargets):
+    """graphopt's backends, cpu then ort, at PieceTargets' prices (cpu as "own", ort as the library)."""
+
+    defaults = ("cpu", "ort")
+
+    def costs(self, pairs):
+        names = {"cpu": "own", "ort": "library"}
+        return PieceTargets().costs([(names.get(backend, "interpreter"), group) for backend, group in pairs])
+
+
+def test_library_pieces_on_ort_between_cpu_kernels_equal_the_interpreter():
+    pytest.importorskip("onnxruntime")
+    module = dense_runs(2, 3)
+    groups = place_on(PricedRegistryTargets(), module, max_depth=2)
+    assert [g.backend.data for g in groups] == ["ort", "cpu", "ort"]
+    function = module.body.block.first_op
+    steps = [placed_step(group) for group in groups]
+    compile_kernels(steps, threads=1)
+    arrays = random_inputs(function, seed=0)
+    np.testing.assert_allclose(Executable(module, function, steps)(*arrays)[0],
+                               graphopt.interpret(dense_runs(2, 3), *arrays)[0], rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("search_mode", ["greedy", "cost"])

@@ -614,8 +614,9 @@ class _Partitioner:
 
         A backend saves by running groups together when a chain of two groups, measured as one
         kernel on it, costs less than the two apart (the median saving over the chains the
-        search measured: ONNX Runtime converts layouts once per session and pays one run). A unit is a cut for such a backend where another backend runs it alone
-        for less than it costs there minus that saving (or where it cannot go there). Its
+        search measured: ONNX Runtime converts layouts once per session and pays one run). A
+        unit is a cut for such a backend where another backend runs it alone for less than it
+        costs there minus that saving (or where it cannot go there). Its
         pieces are the runs of units between cuts, each joined with up to `_ABSORBED_CUTS`
         following cuts and runs (so a cut unit may stay inside a piece when the boundary costs
         more than the other backend saves), each measured as one kernel. Then `best[j]`, the
@@ -632,7 +633,8 @@ class _Partitioner:
             if saving is None or saving <= 0:
                 continue
             outside = [not (mergeable[k] and self.accepts(u.nodes, backend)) for k, u in enumerate(units)]
-            cut = [outside[k] or alone[k][1] < self.costs([(u.nodes, backend)])[0] - saving for k, u in enumerate(units)]
+            cut = [outside[k] or alone[k][1] < self.costs([(u.nodes, backend)])[0] - saving
+                   for k, u in enumerate(units)]
             for start in [0, *(k + 1 for k, is_cut in enumerate(cut) if is_cut)]:
                 end, absorbed = start, 0
                 while end < len(units) and not outside[end] and absorbed + cut[end] <= _ABSORBED_CUTS:
@@ -644,7 +646,8 @@ class _Partitioner:
         if not pieces:
             return None
         ending: dict[int, list[tuple[int, str, float]]] = {}
-        for (i, j, b), seconds in zip(pieces, self.costs([(self._nodes(i, j), b) for i, j, b in pieces])):  # asked together
+        piece_costs = self.costs([(self._nodes(i, j), b) for i, j, b in pieces])  # asked together
+        for (i, j, b), seconds in zip(pieces, piece_costs):
             ending.setdefault(j, []).append((i, b, seconds + launch))
         # best[j]: the cost of the cheapest plan of units 0..j-1, where its last kernel starts, its backend
         best: list[tuple[float, int, str | None]] = [(0.0, 0, None)]
