@@ -1,29 +1,32 @@
-"""Collage on whole CNNs: cpu alone, ort alone and the measured mix, side by side (issue 18).
+"""Collage on whole models: cpu, ort, ONNX Runtime on the model and the measured mix, side by side (issue 18).
 
-    python benchmarks/collage.py [--models resnet50,inception_v1] [--threads 1,2] [--repeat 10]
+    python benchmarks/collage.py [--models resnet50,bert_layer] [--threads 1,2] [--repeat 10]
                                  [--quick] [--cache costs.json] [--json out.json]
 
 Needs onnx and onnxruntime (`pip install -e ".[onnx]"`). The models are benchmarks/models.py's
-(the ONNX light zoo's CNNs and the builders there). Per model, three graphopt Executables of
-the same imported module:
+(the ONNX light zoo's CNNs and the builders there) and examples/make_transformer_models.py's
+(bert_layer, gpt2_block, vit_stem, whisper_stem, at their default sizes). Per model, three
+graphopt Executables of the same imported module:
 
 - cpu: `graphopt.compile(m, backends=("cpu",))`, every group on graphopt's LLVM kernels;
 - ort: `graphopt.compile(m, backends=("ort",))`, every group a small ONNX Runtime session;
 - mixed: `graphopt.compile(m, backends=("cpu", "ort"), search="cost", measure=True)`, each
-  group placed by the kernels' measured latencies (Collage's search), costs in `--cache`.
+  group placed by the kernels' measured latencies (Collage's search, with long ORT pieces
+  between cpu kernels), costs in `--cache`;
 
-For reference, ONNX Runtime on the whole model (end_to_end.onnxruntime_runner: one session,
-ORT_ENABLE_ALL, I/O binding) runs beside them. The outputs are compared (a warning beyond rtol =
-atol = 1e-3), then timed interleaved (timing.interleaved_medians: alternating blocks of 4 calls,
---repeat blocks each, medians).
-Each row gives the medians, the best single backend over the mix (above 1: the mix wins), the
-mix's steps per backend, and the measurement time: the mixed compile (fusion, candidates,
-measuring the kernels not in the cache, with measure's progress bar on a terminal, search,
-kernel compilation) and how many kernel costs it measured. The cache defaults to a new file
-per run, so that time is a cold one; pass `--cache` to keep and reuse the costs.
+and ONNX Runtime on the whole model (end_to_end.onnxruntime_runner: one session,
+ORT_ENABLE_ALL, I/O binding). The outputs are compared (a warning beyond rtol = atol = 1e-3),
+then timed interleaved (timing.interleaved_medians: alternating blocks of 4 calls, --repeat
+blocks each, medians).
+Each row gives the medians, the best of the three single plans (cpu, ort, ORT on the whole
+model) over the mix (above 1: the mix wins), the mix's plan (`ort 5 pieces (120 ops) / cpu 12
+kernels`), and the measurement time: the mixed compile (fusion, candidates, measuring the
+kernels not in the cache, with measure's progress bar on a terminal, search, kernel
+compilation) and how many kernel costs it measured. The cache defaults to a new file per run,
+so that time is a cold one; pass `--cache` to keep and reuse the costs.
 
 One child process per thread count, with models.py's environment (timing.thread_environment).
---quick: 2 blocks per model and, unless --models is given, resnet50 and inception_v1 only.
+--quick: 2 blocks per model and, unless --models is given, resnet50 and bert_layer only.
 """
 
 from __future__ import annotations
@@ -31,30 +34,37 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
 import graphopt
 from graphopt.backends.measure import CostCache
+from graphopt.dialects import graph
 
 from end_to_end import environment, graphopt_runner, onnxruntime_runner
 from models import MODELS, load_model, model_inputs
 from timing import interleaved_medians, parse_model_arguments, results_per_thread_count, write_json
 
-DEFAULT_MODELS = ("resnet50", "inception_v1", "inception_v2", "squeezenet", "shufflenet", "densenet121")
-QUICK_MODELS = ("resnet50", "inception_v1")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+from make_transformer_models import TRANSFORMER_MODELS
+
+ALL_MODELS = (*MODELS, *TRANSFORMER_MODELS)
+DEFAULT_MODELS = ("resnet50", "inception_v1", "squeezenet", "shufflenet", "bert_layer", "gpt2_block", "vit_stem",
+                  "whisper_stem")
+QUICK_MODELS = ("resnet50", "bert_layer")
 QUICK_ROUNDS = 2
-SYSTEMS = ("cpu", "ort", "mixed")
+SINGLES = ("cpu", "ort", "ORT model")
+"""The single plans the mix is compared with."""
 
 
 def measure_model(name: str, threads: int, rounds: int, cache: str) -> dict:
-    """The three Executables of model `name`: medians, the best single over the mix, the mix's
-    steps per backend, and what its measured search cost."""
-    model = load_model(name)
+    """The three Executables of model `name` and ONNX Runtime on the whole model: medians, the
+    best single over the mix, the mix's steps per backend, and what its measured search cost."""
+    model = TRANSFORMER_MODELS[name]() if name in TRANSFORMER_MODELS else load_model(name)
     inputs = model_inputs(model, np.random.default_rng(0))
     module = graphopt.from_onnx(model)
     executables = {backend: graphopt.compile(module, backends=(backend,), threads=threads) for backend in ("cpu", "ort")}
@@ -72,27 +82,40 @@ def measure_model(name: str, threads: int, rounds: int, cache: str) -> dict:
         if not np.allclose(actual, expected, rtol=1e-3, atol=1e-3):
             print(f"WARNING: {name}: {system} differs from cpu by up to {np.max(np.abs(actual - expected)):.3g}")
     seconds = interleaved_medians(runners, 0.0, rounds)
-    best = min(seconds["cpu"], seconds["ort"])
-    steps = Counter(step.backend for step in executables["mixed"].steps)
-    row = {"seconds": seconds, "speedup": best / seconds["mixed"], "mixed_steps": dict(steps),
-           "search_seconds": search_seconds, "measured_kernels": measured}
-    print(f"{name:<14} cpu {seconds['cpu'] * 1e3:7.2f} ms  ort {seconds['ort'] * 1e3:7.2f} ms  mixed "
-          f"{seconds['mixed'] * 1e3:7.2f} ms  best/mixed {row['speedup']:5.2f}x  ORT model {seconds['ORT model'] * 1e3:7.2f} ms  "
-          f"(mixed: {', '.join(f'{n} {b}' for b, n in steps.items())}; compiled in {search_seconds:.0f} s, "
-          f"{measured} kernels measured)", flush=True)
+    best = min(SINGLES, key=seconds.__getitem__)
+    row = {"seconds": seconds, "best_single": best, "speedup": seconds[best] / seconds["mixed"],
+           "plan": plan_summary(executables["mixed"]), "search_seconds": search_seconds, "measured_kernels": measured}
+    print(f"{name:<14} cpu {seconds['cpu'] * 1e3:7.2f} ms  ort {seconds['ort'] * 1e3:7.2f} ms  ORT model "
+          f"{seconds['ORT model'] * 1e3:7.2f} ms  mixed {seconds['mixed'] * 1e3:7.2f} ms  best single ({best})/mixed "
+          f"{row['speedup']:5.2f}x  (mixed: {row['plan']}; compiled in {search_seconds:.0f} s, {measured} kernels "
+          f"measured)", flush=True)
     return row
+
+
+def plan_summary(executable: graphopt.Executable) -> str:
+    """The mix's steps per backend, the ORT ones with the graph ops they hold: `ort 5 pieces (120
+    ops) / cpu 12 kernels`."""
+    parts = []
+    for backend in dict.fromkeys(step.backend for step in executable.steps):
+        steps = [step for step in executable.steps if step.backend == backend]
+        if backend == "ort":
+            ops = sum(not isinstance(op, (graph.ConstantOp, graph.YieldOp))
+                      for step in steps for op in step.op.body.block.ops)
+            parts.append(f"ort {len(steps)} piece{'s' * (len(steps) != 1)} ({ops} ops)")
+        else:
+            parts.append(f"{backend} {len(steps)} kernel{'s' * (len(steps) != 1)}")
+    return " / ".join(parts)
 
 
 def markdown_table(rows: dict[str, dict], threads: str) -> str:
     lines = [f"{threads} thread(s):", "",
-             "| model | cpu | ort | mixed | best single / mixed | mixed steps | measured search | ORT, whole model |",
+             "| model | cpu | ort | ORT, whole model | mixed | best single / mixed | mixed plan | measured search |",
              "|---|---|---|---|---|---|---|---|"]
     for name, row in rows.items():
         s = row["seconds"]
-        steps = ", ".join(f"{n} {b}" for b, n in row["mixed_steps"].items())
-        lines.append(f"| {name} | {s['cpu'] * 1e3:.2f} ms | {s['ort'] * 1e3:.2f} ms | {s['mixed'] * 1e3:.2f} ms | "
-                     f"{row['speedup']:.2f}x | {steps} | {row['search_seconds']:.0f} s, {row['measured_kernels']} kernels | "
-                     f"{s['ORT model'] * 1e3:.2f} ms |")
+        lines.append(f"| {name} | {s['cpu'] * 1e3:.2f} ms | {s['ort'] * 1e3:.2f} ms | {s['ORT model'] * 1e3:.2f} ms | "
+                     f"{s['mixed'] * 1e3:.2f} ms | {row['speedup']:.2f}x ({row['best_single']}) | {row['plan']} | "
+                     f"{row['search_seconds']:.0f} s, {row['measured_kernels']} kernels |")
     return "\n".join(lines)
 
 
@@ -100,7 +123,8 @@ def parse_arguments() -> argparse.Namespace:
     def add_options(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--cache", help="the measured-cost cache file (default: a new one per run: cold measurements)")
 
-    return parse_model_arguments(__doc__.splitlines()[0], MODELS, DEFAULT_MODELS, QUICK_MODELS, QUICK_ROUNDS, add_options)
+    return parse_model_arguments(__doc__.splitlines()[0], ALL_MODELS, DEFAULT_MODELS, QUICK_MODELS, QUICK_ROUNDS,
+                                 add_options)
 
 
 def main() -> None:

@@ -136,10 +136,19 @@ def load_model(name: str) -> onnx.ModelProto:
 
 
 def model_inputs(model: onnx.ModelProto, rng: np.random.Generator) -> list[np.ndarray]:
-    """A standard normal float32 array per graph input that is not an initializer."""
+    """An array per graph input that is not an initializer: standard normal float32, or for an
+    int64 input (token ids, an attention mask) zeros and ones."""
     initializers = {tensor.name for tensor in model.graph.initializer}
-    return [rng.standard_normal([d.dim_value for d in value.type.tensor_type.shape.dim]).astype(np.float32)
-            for value in model.graph.input if value.name not in initializers]
+    arrays = []
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        dims = [d.dim_value for d in value.type.tensor_type.shape.dim]
+        if value.type.tensor_type.elem_type == onnx.TensorProto.INT64:
+            arrays.append(rng.integers(0, 2, dims, dtype=np.int64))
+        else:
+            arrays.append(rng.standard_normal(dims).astype(np.float32))
+    return arrays
 
 
 # ----------------------------------------------------------------------------------------

@@ -25,9 +25,10 @@ from graphopt.parsing import make_context
 from graphopt.tools import graph_opt
 from graphopt.tools.graph_opt import BACKEND_COLOURS
 from graphopt.tools.graph_run import random_inputs
-from graphopt.backends.targets import RegistryPartitionPass
-from graphopt.compiler import placed_step
+from graphopt.backends.targets import RegistryPartitionPass, RegistryTargets
+from graphopt.compiler import compile_kernels, placed_step
 from graphopt.errors import GraphoptError
+from graphopt.runtime.executable import Executable
 from graphopt.transforms.fuse import FusePass
 from graphopt.transforms.partition import PLACEMENT_REASON, Candidate, PartitionPass, search
 
@@ -358,6 +359,126 @@ def test_cost_search_keeps_one_backend_alone_when_its_merged_plan_costs_less():
     SessionPartitionPass(search="cost", max_depth=1).apply(make_context(), module)
     (group,) = top_level_ops(module)
     assert group.backend.data == "library"
+
+
+class PieceTargets:
+    """A made-up library that pays 10 us per run of a kernel whatever its size (a session run),
+    then 10 us per matmul and 20 us per softmax; "own" pays nothing per run, 18 us per matmul
+    and 1 us per softmax. Every other op costs 1 us on both. Alone, a dense layer is cheaper on
+    "own" (20 against 22 us); three in one library kernel cost 46 us against 60. The
+    interpreter, the last resort, takes a second per kernel."""
+
+    fallback = "interpreter"
+    defaults = ("own", "library")
+    launch_cost = 0.0
+
+    def __init__(self):
+        self.asked: list[tuple[str, int]] = []
+        """(backend, matmuls) of each kernel whose cost was asked for."""
+
+    def names(self):
+        return ["own", "library", "interpreter"]
+
+    def supports(self, backend, group):
+        return None
+
+    def binding(self, group):
+        return None
+
+    def costs(self, pairs):
+        prices = {"own": (0.0, 18e-6, 1e-6), "library": (10e-6, 10e-6, 20e-6), "interpreter": (1.0, 0.0, 0.0)}
+        seconds = []
+        for backend, group in pairs:
+            run, matmul, softmax = prices[backend]
+            ops = [op for op in group.body.block.ops if not isinstance(op, (graph.ConstantOp, graph.YieldOp))]
+            matmuls = sum(isinstance(op, graph.MatmulOp) for op in ops)
+            softmaxes = sum(isinstance(op, graph.SoftmaxOp) for op in ops)
+            self.asked.append((backend, matmuls))
+            seconds.append(run + matmuls * matmul + softmaxes * softmax + (len(ops) - matmuls - softmaxes) * 1e-6)
+        return seconds
+
+
+def dense_runs(runs: int, layers: int) -> ModuleOp:
+    """`runs` runs of `layers` fused dense layers (matmul, add, relu), a softmax after each run but the last."""
+    b = GraphBuilder()
+    x = b.input("x", (4, 8))
+    for run in range(runs):
+        for _ in range(layers):
+            x = b.relu(b.add(b.matmul(x, b.input("w", (8, 8))), b.input("b", (8,))))
+        if run < runs - 1:
+            x = b.softmax(x)
+    module = b.finish(x)
+    FusePass().apply(make_context(), module)
+    return module
+
+
+def place_on(targets, module: ModuleOp, **options) -> list[graph.FusedOp]:
+    """Run the cost search over `targets` on `module`; its groups."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Pass(PartitionPass):
+        def targets(self):
+            return targets
+
+    Pass(search="cost", **options).apply(make_context(), module)
+    return top_level_ops(module)
+
+
+def test_cost_search_mixes_long_library_pieces_with_own_kernels_between_them():
+    """Chains of at most two groups (max-depth=2) never show the library a run of three dense
+    layers: the search alone puts one of each three on "own" (109 us), the library alone costs
+    102 us, "own" alone 121 us. The library's pieces between the softmaxes (where "own" wins
+    even against a saved session run) cost 46 + 1 + 46 = 93 us."""
+    module = dense_runs(2, 3)
+    groups = place_on(PieceTargets(), module, max_depth=2)
+    placed = [(g.backend.data, sum(isinstance(op, graph.MatmulOp) for op in g.body.block.ops)) for g in groups]
+    assert placed == [("library", 3), ("own", 0), ("library", 3)]
+    arrays = random_inputs(module.body.block.first_op, seed=0)
+    np.testing.assert_allclose(graphopt.interpret(module, *arrays)[0], graphopt.interpret(dense_runs(2, 3), *arrays)[0],
+                               rtol=1e-6)
+
+
+def test_the_pieces_measured_grow_linearly_with_the_cuts():
+    """Twelve runs of three dense layers: each piece starts after a cut (a softmax) and takes in
+    at most two more cuts, so at most (cuts + 1) * 3 library kernels of more than two groups
+    are measured (and the library's plan alone, merged into one), not one per pair of groups."""
+    targets = PieceTargets()
+    start = time.perf_counter()
+    groups = place_on(targets, dense_runs(12, 3), max_depth=2)
+    assert time.perf_counter() - start < 20.0
+    assert len([1 for backend, matmuls in targets.asked if backend == "library" and matmuls > 2]) <= 12 * 3 + 1
+    assert [g.backend.data for g in groups] == ["library", "own"] * 11 + ["library"]
+
+
+def test_cost_search_keeps_one_backend_where_it_wins_everywhere():
+    """Where the library costs less than "own" on every kernel, the whole function is one library kernel."""
+    targets = PieceTargets()
+    targets.costs = lambda pairs: [2e-6 if backend == "own" else 1e-6 for backend, _ in pairs]
+    groups = place_on(targets, dense_runs(2, 3), max_depth=2)
+    assert [g.backend.data for g in groups] == ["library"]
+
+
+class PricedRegistryTargets(RegistryTargets):
+    """graphopt's backends, cpu then ort, at PieceTargets' prices (cpu as "own", ort as the library)."""
+
+    defaults = ("cpu", "ort")
+
+    def costs(self, pairs):
+        names = {"cpu": "own", "ort": "library"}
+        return PieceTargets().costs([(names.get(backend, "interpreter"), group) for backend, group in pairs])
+
+
+def test_library_pieces_on_ort_between_cpu_kernels_equal_the_interpreter():
+    pytest.importorskip("onnxruntime")
+    module = dense_runs(2, 3)
+    groups = place_on(PricedRegistryTargets(), module, max_depth=2)
+    assert [g.backend.data for g in groups] == ["ort", "cpu", "ort"]
+    function = module.body.block.first_op
+    steps = [placed_step(group) for group in groups]
+    compile_kernels(steps, threads=1)
+    arrays = random_inputs(function, seed=0)
+    np.testing.assert_allclose(Executable(module, function, steps)(*arrays)[0],
+                               graphopt.interpret(dense_runs(2, 3), *arrays)[0], rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("search_mode", ["greedy", "cost"])

@@ -32,8 +32,11 @@ kernel, and the last resort for ops no listed backend accepts. An op with
   cover of all ops of minimum total cost (cost + `launch-penalty` per kernel), exactly while the search stays within a work bound, else by
   Collage's bounded rule (polynomial: 500-op graphs in under a second); touching chosen kernels
   of one backend are then merged where the merge stays acyclic and the backend supports it.
-  That plan is kept unless a plan of every group on one listed backend (merged the same way)
-  costs less, its kernels costed as they will run: merged kernels cost less than their pieces.
+  Beside it, long pieces of a backend that saves by running groups together (ONNX Runtime:
+  one session converts layouts once) with other backends' kernels between them, chosen by
+  dynamic programming over the groups in block order (`_Partitioner._piece_plan`). The
+  cheapest of these plans, of each listed backend alone, and of each merged, is kept, its
+  kernels costed as they will run: merged kernels cost more or less than their pieces.
 
 A group in `fallback` mode is an outline: each of its ops becomes a one-op group
 `<group>.<op>_<n>`, placed on its own (greedy: the first backend accepting it; cost: its
@@ -44,6 +47,7 @@ groups and ops of other dialects are never split or merged.
 
 from __future__ import annotations
 
+import statistics
 import sys
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -162,6 +166,8 @@ _EXACT_WORK = 200_000
 """How many (state, edge) pairs the exact search may look at in one component."""
 _BEAM = 16
 """How many states per first uncovered op the search beyond `_EXACT_WORK` keeps."""
+_ABSORBED_CUTS = 2
+"""How many cut units a piece of a session backend may take in (`_Partitioner._piece_plan`)."""
 
 
 @dataclass(frozen=True)
@@ -592,11 +598,99 @@ class _Partitioner:
             placed += [(nodes, b) for b in backends]
         candidates += [Candidate(nodes, b, cost) for (nodes, b), cost in zip(placed, self.costs(placed))]
         chosen = search(self.flow.inputs, candidates, [*self.priority, self.fallback], self.options.launch_cost(self.targets))
-        plans = [self._merge_touching([Placement(c.ops, c.backend) for c in chosen])]
-        plans += [self._merge_touching(plan) for b in self.priority
-                  if (plan := self._single_backend_plan(b)) is not None]
+        unmerged = [[Placement(c.ops, c.backend) for c in chosen]]
+        unmerged += [plan for b in self.priority if (plan := self._single_backend_plan(b)) is not None]
+        pieces = self._piece_plan()
+        # each plan also merged (a merged kernel can also be slower than its pieces), but the
+        # pieces' plan, whose kernels the dynamic programming chose as measured
+        plans = [*unmerged, *map(self._merge_touching, unmerged), *([pieces] if pieces is not None else [])]
         self.costs([(p.nodes, p.backend) for plan in plans for p in plan if p.backend is not None])  # asked together
         return min(plans, key=self._plan_cost)
+
+    def _piece_plan(self) -> list[Placement] | None:
+        """Long pieces of a session backend with kernels of other backends between them, chosen
+        by dynamic programming over the units in block order (a topological order, so a run of
+        consecutive units is convex). None when no backend saves by running groups together.
+
+        A backend saves by running groups together when a chain of two groups, measured as one
+        kernel on it, costs less than the two apart (the median saving over the chains the
+        search measured: ONNX Runtime converts layouts once per session and pays one run). A
+        unit is a cut for such a backend where another backend runs it alone for less than it
+        costs there minus that saving (or where it cannot go there). Its
+        pieces are the runs of units between cuts, each joined with up to `_ABSORBED_CUTS`
+        following cuts and runs (so a cut unit may stay inside a piece when the boundary costs
+        more than the other backend saves), each measured as one kernel. Then `best[j]`, the
+        cheapest plan of the first j units, is `best[j-1]` plus unit j-1 alone on its cheapest
+        backend, or `best[i]` plus a piece of units i..j-1: O(units + pieces) steps, and at most
+        (cuts + 1) * (`_ABSORBED_CUTS` + 1) pieces per backend, each measured once."""
+        units = self.flow.units
+        launch = self.options.launch_cost(self.targets)
+        mergeable = [u.placeable and not u.whole for u in units]
+        alone = [self._cheapest_alone(u) for u in units]
+        pieces: list[tuple[int, int, str]] = []
+        for backend in self.priority:
+            saving = self._chain_saving(backend)
+            if saving is None or saving <= 0:
+                continue
+            outside = [not (mergeable[k] and self.accepts(u.nodes, backend)) for k, u in enumerate(units)]
+            cut = [outside[k] or alone[k][1] < self.costs([(u.nodes, backend)])[0] - saving
+                   for k, u in enumerate(units)]
+            for start in [0, *(k + 1 for k, is_cut in enumerate(cut) if is_cut)]:
+                end, absorbed = start, 0
+                while end < len(units) and not outside[end] and absorbed + cut[end] <= _ABSORBED_CUTS:
+                    absorbed += cut[end]
+                    end += 1
+                    if (end == len(units) or cut[end]) and end - start >= 2:
+                        pieces.append((start, end, backend))
+        pieces = [(i, j, b) for i, j, b in dict.fromkeys(pieces) if self.accepts(self._nodes(i, j), b)]
+        if not pieces:
+            return None
+        ending: dict[int, list[tuple[int, str, float]]] = {}
+        piece_costs = self.costs([(self._nodes(i, j), b) for i, j, b in pieces])  # asked together
+        for (i, j, b), seconds in zip(pieces, piece_costs):
+            ending.setdefault(j, []).append((i, b, seconds + launch))
+        # best[j]: the cost of the cheapest plan of units 0..j-1, where its last kernel starts, its backend
+        best: list[tuple[float, int, str | None]] = [(0.0, 0, None)]
+        for j, unit in enumerate(units, start=1):
+            if alone[j - 1] is None:
+                options = [(best[j - 1][0], j - 1, None)]
+            else:
+                backend, seconds = alone[j - 1]
+                options = [(best[j - 1][0] + seconds + launch, j - 1, backend)]
+            options += [(best[i][0] + seconds, i, b) for i, b, seconds in ending.get(j, [])]
+            best.append(min(options, key=lambda option: option[0]))
+        plan: list[Placement] = []
+        end = len(units)
+        while end > 0:
+            _, start, backend = best[end]
+            plan.insert(0, Placement(self._nodes(start, end), backend))
+            end = start
+        return plan
+
+    def _nodes(self, first: int, end: int) -> frozenset[int]:
+        """The nodes of units first..end-1."""
+        return frozenset().union(*(u.nodes for u in self.flow.units[first:end]))
+
+    def _cheapest_alone(self, unit: Unit) -> tuple[str, float] | None:
+        """The backend running `unit` whole for least, and that cost; None for an op of another dialect."""
+        if not unit.placeable:
+            return None
+        backends = [b for b in self.allowed(unit.nodes) if self.accepts(unit.nodes, b)] or [self.fallback]
+        return min(zip(backends, self.costs([(unit.nodes, b) for b in backends])), key=lambda pair: pair[1])
+
+    def _chain_saving(self, backend: str) -> float | None:
+        """The median of what two groups cost apart minus what they cost as one kernel on
+        `backend`, over the chains of two groups already measured there; None if none was."""
+        units = [u.nodes for u in self.flow.units if u.placeable and not u.whole]
+        unit_of = {i: nodes for nodes in units for i in nodes}
+        savings = []
+        for nodes in units:
+            for consumer in {unit_of[c] for i in nodes for c in self.flow.consumers[i] if c in unit_of} - {nodes}:
+                pairs = [(nodes, backend), (consumer, backend), (nodes | consumer, backend)]
+                if all(pair in self._costs for pair in pairs):
+                    apart, together = self._costs[pairs[0]] + self._costs[pairs[1]], self._costs[pairs[2]]
+                    savings.append(apart - together)
+        return statistics.median(savings) if savings else None
 
     def _single_backend_plan(self, backend: str) -> list[Placement] | None:
         """Every group whole on `backend`, or None if it refuses one."""
