@@ -37,7 +37,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from graphopt.lowering import ukernels
-from graphopt.lowering.row_split import channel_split, row_chunk_kernel, row_split
+from graphopt.lowering.row_split import RowSplit, channel_split, row_chunk_kernel, row_split
 from graphopt.lowering.share_kernel_code import ALIASES_ATTR
 
 WORK_ATTR = "graph.work"
@@ -71,9 +71,7 @@ class SplitRowsPass(ModulePass):
         work = kernel.attributes.get(WORK_ATTR) if isinstance(kernel, func.FuncOp) else None
         if not (isinstance(work, IntegerAttr) and work.value.data >= self.min_work and kernel.body.blocks):
             return []
-        split = row_split(kernel)
-        if split is None or split.rows == 1:
-            split = channel_split(kernel)
+        split = chunk_split(kernel)
         if split is None:
             return []
         per_chunk = -(-split.rows // (self.threads * split.granule)) * split.granule
@@ -92,6 +90,13 @@ class SplitRowsPass(ModulePass):
         ])
         kernel.attributes[ROW_BYTES_ATTR] = DenseArrayBase.from_list(i64, split.row_bytes)
         return chunks
+
+
+def chunk_split(kernel: func.FuncOp) -> RowSplit | None:
+    """How split-rows cuts `kernel` into chunks: by rows, or, a convolution of one image (one
+    row), by output channels; None when it cannot."""
+    split = row_split(kernel)
+    return channel_split(kernel) if split is None or split.rows == 1 else split
 
 
 def row_chunks(kernel: func.FuncOp) -> tuple[list[tuple[str, int]], tuple[int, ...]]:
