@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_direct_conv import conv_layer, ukernel_convs
 from test_graph_to_linalg import sample
 from xdsl.dialects import func
 
@@ -108,3 +111,21 @@ def test_one_thread_and_small_convs_stay_whole():
     small = conv_block((1, 5, 6, 5), (21, 5, 3, 3), padding=(1, 1, 1, 1))  # 56700 flops
     steps = [graphopt.compile(m, backends=("cpu",), threads=t).steps for m, t in ((large, 1), (small, 2), (large, 2))]
     assert [len(step.kernel.chunks) for (step,) in steps] == [0, 0, 2]
+
+
+
+@settings(max_examples=10, deadline=None)
+@given(conv=ukernel_convs(), out_channels=st.integers(9, 21), seed=st.integers(0, 2**16))
+def test_any_direct_conv_of_one_image_matches_the_interpreter_on_two_threads(conv, out_channels, seed):
+    """ukernel_convs' convs on one image, those of one group with 9-21 output channels: two
+    chunks, the first of 8 or 16 channels."""
+    x_shape, w_shape, strides, dilations, padding, groups = conv
+    x_shape, w_shape = (1, *x_shape[1:]), (out_channels if groups == 1 else w_shape[0], *w_shape[1:])
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    module = conv_layer(x_shape, w, strides, dilations, padding, groups)
+    with pytest.MonkeyPatch.context() as patch:
+        executable, _ = compiled_calls(patch, module, rng.standard_normal(x_shape).astype(np.float32))
+    (step,) = executable.steps
+    if groups == 1:
+        assert [begin for _, begin in step.kernel.chunks] == [0, 8 if out_channels <= 16 else 16]
