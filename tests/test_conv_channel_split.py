@@ -19,7 +19,7 @@ from graphopt.lowering.pipelines import CPU
 
 
 def conv_block(x_shape, w_shape, strides=(1, 1), padding=(0, 0, 0, 0), groups=1, epilogue="bias"):
-    """@main(x, residual) = conv2d(x, w) + bias, then relu ("bias_relu"), clip to [0, 6]
+    """@main(x[, residual]) = conv2d(x, w) + bias, then relu ("bias_relu"), clip to [0, 6]
     ("bias_relu6") or + residual and relu ("residual_relu"); w and bias constants."""
     g = GraphBuilder()
     x = g.input("x", x_shape)
