@@ -61,7 +61,7 @@ def executor_run(executable, executor: ThreadPoolExecutor):
         def run():
             addresses = [a.ctypes.data for a in (*(frame.arrays[s] for s in inputs), *kernel.constants,
                                                  *(frame.arrays[s] for s in outputs))]
-            calls = [(f, [a + begin * size for a, size in zip(addresses, kernel.split.row_bytes)]) for f, begin in chunk_functions]
+            calls = [(f, [a + begin * size for a, size in zip(addresses, kernel.plan.row_bytes)]) for f, begin in chunk_functions]
             pending = [executor.submit(f, *args) for f, args in calls[1:]]
             calls[0][0](*calls[0][1])
             for future in pending:

@@ -19,11 +19,16 @@ Row-local softmax/layer_norm (per-row statistics in a row-sized temporary), matm
 first and last arguments, all of the middle one; a chunk calls the ukernel for its rows) and
 elementwise kernels split; reductions over d0, gathers and reads at computed indices
 (`memref.load`, `linalg.index` of d0) do not.
+
+A convolution of one image has one row: `channel_split` runs it by blocks of its output
+channels instead (see there), through the same chunks: a buffer's rows are those of its leading
+dimension of more than one element (the dims before it are 1).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, func, memref
@@ -39,6 +44,11 @@ CHUNK_ALIGNMENT = 16
 """A chunk's arguments start `begin * row_bytes` past the caller's and must keep the alignment
 its kernel was compiled to assume (the cpu backend's 16 bytes): chunks start at multiples of
 `RowSplit.granule` units."""
+
+
+_SPLITTABLE_OPS = (GenericOp, func.CallOp, arith.ConstantOp, memref.AllocOp, memref.DeallocOp, func.ReturnOp)
+"""The ops a kernel that runs by chunks may hold: loop nests, a ukernel call, their scalar
+constants (a generalized `linalg.fill`'s value) and temporaries."""
 
 
 @dataclass(frozen=True)
@@ -60,10 +70,7 @@ def row_split(kernel: func.FuncOp) -> RowSplit | None:
     args = list(block.args)
     generics = [op for op in block.ops if isinstance(op, GenericOp)]
     calls = [op for op in block.ops if isinstance(op, func.CallOp)]
-    if not (generics or calls) or any(
-        not isinstance(op, (GenericOp, func.CallOp, arith.ConstantOp, memref.AllocOp, memref.DeallocOp, func.ReturnOp))
-        for op in block.ops
-    ):
+    if not (generics or calls) or any(not isinstance(op, _SPLITTABLE_OPS) for op in block.ops):
         return None
     sliced: set[SSAValue] = set()
     whole: set[SSAValue] = set()
@@ -120,6 +127,91 @@ def _rows_per_step(index: AffineExpr, ranges: tuple[int, ...]) -> int:
     return 0
 
 
+def channel_split(kernel: func.FuncOp) -> RowSplit | None:
+    """How `kernel`, a convolution ukernel call on one image and the loop nests around it, can
+    run by blocks of the conv's output channels, or None when it cannot.
+
+    Its row units are the call's channel units (`ukernels.channel_units`: output channels, or
+    groups). Every sliced buffer is cut along its leading dimension of more than one element,
+    which the dims before it (of one element) make contiguous: w along its output channels,
+    out and the epilogues' buffers along their channels. A loop nest that reads or writes a
+    sliced buffer must index that dimension with a parallel loop dim `d` alone, and every
+    buffer it indexes by `d` likewise (it computes each unit from that unit alone); its other
+    buffers are read whole. A loop nest that only writes buffers read whole (the stride-phase
+    copy of x, which each output channel of a one-group conv reads all of) runs whole in
+    every chunk.
+
+        func.func @k(%x: memref<1x8x7x6xf32>, %w: memref<16x8x3x3xf32>, %b: memref<16x1x1xf32>, %out: memref<1x16x7x6xf32>)
+          ->  8 output channels:
+        func.func @k_rows8(%x: memref<1x8x7x6xf32>, %w: memref<8x8x3x3xf32>, %b: memref<8x1x1xf32>, %out: memref<1x8x7x6xf32>)
+    """
+    block = kernel.body.block
+    calls = [op for op in block.ops if isinstance(op, func.CallOp)]
+    if len(calls) != 1 or any(not isinstance(op, _SPLITTABLE_OPS) for op in block.ops):
+        return None
+    channels = ukernels.channel_units(calls[0])
+    if channels is None or channels[0] < 2:
+        return None
+    units, unit_granule, first_sliced = channels
+    first, weights, out = calls[0].arguments
+    sliced: set[SSAValue] = {weights, out, first} if first_sliced else {weights, out}
+    whole: set[SSAValue] = set() if first_sliced else {first}
+    pending = [op for op in block.ops if isinstance(op, GenericOp)]
+    while pending:  # from the call outwards: each loop nest placed by a buffer already placed
+        for generic in pending:
+            placed = _place_channel_loop(generic, sliced, whole)
+            if placed is None:
+                return None
+            if placed:
+                pending.remove(generic)
+                break
+        else:
+            return None
+    args = list(block.args)
+    written = {o for op in block.ops if isinstance(op, GenericOp) for o in op.outputs} | {out}
+    if sliced & whole or any(o in args for o in written - sliced):
+        return None
+    if any(v.type.get_shape()[_leading_axis(v.type.get_shape())] % units for v in sliced):
+        return None
+    row_bytes = tuple(
+        a.type.element_type.compile_time_size * _count(a.type.get_shape()) // units if a in sliced else 0 for a in args
+    )
+    granule = math.lcm(unit_granule, *(CHUNK_ALIGNMENT // math.gcd(b, CHUNK_ALIGNMENT) for b in row_bytes))
+    return RowSplit(units, row_bytes, granule, frozenset(v for v in sliced if v not in args))
+
+
+def _place_channel_loop(generic: GenericOp, sliced: set[SSAValue], whole: set[SSAValue]) -> bool | None:
+    """Add `generic`'s buffers to `sliced` or `whole` (see `channel_split`) and return True when
+    one of them is placed already; False when none is yet; None when it cannot run by channels."""
+    operands = [*generic.inputs, *generic.outputs]
+    maps = [m.data.results for m in generic.indexing_maps.data]
+    known = next(((o, r) for o, r in zip(operands, maps) if o in sliced), None)
+    if known is None:
+        if not any(o in whole for o in generic.outputs):
+            return False
+        whole.update(operands)
+        return True
+    operand, results = known
+    index = results[_leading_axis(operand.type.get_shape())]
+    if not isinstance(index, AffineDimExpr):
+        return None
+    dim = index.position
+    if generic.iterator_types.data[dim].data.value != "parallel" or not _reads_rows_only(generic, dim):
+        return None
+    extent = generic.get_static_loop_ranges()[dim]
+    for operand, results in zip(operands, maps):
+        uses = [i for i, expr in enumerate(results) if dim in expr.used_dims()]
+        if not uses and operand not in generic.outputs:  # a scalar (a fill's value) included
+            whole.add(operand)
+            continue
+        shape = operand.type.get_shape()
+        if uses == [_leading_axis(shape)] and results[uses[0]] == index and shape[uses[0]] == extent:
+            sliced.add(operand)
+        else:
+            return None
+    return True
+
+
 def row_chunk_kernel(kernel: func.FuncOp, split: RowSplit, rows: int, name: str) -> func.FuncOp:
     """`kernel` over `rows` rows of its sliced arguments and temporaries, named `name`."""
     old_args = list(kernel.body.block.args)
@@ -141,18 +233,26 @@ def row_chunk_kernel(kernel: func.FuncOp, split: RowSplit, rows: int, name: str)
     return chunk
 
 
-def _reads_rows_only(generic: GenericOp) -> bool:
-    """No body reads at computed indices: no memref.load, no linalg.index of d0."""
+def _reads_rows_only(generic: GenericOp, dim: int = 0) -> bool:
+    """No body reads at computed indices: no memref.load, no linalg.index of loop dim `dim`."""
     for op in generic.body.walk():
-        if op.name == "memref.load" or (isinstance(op, IndexOp) and op.dim.value.data == 0):
+        if op.name == "memref.load" or (isinstance(op, IndexOp) and op.dim.value.data == dim):
             return False
     return True
 
 
 def _rows_of(type_: MemRefType, rows: int, split: RowSplit) -> MemRefType:
-    """`type_` cut to `rows` of the split's row units."""
-    shape = type_.get_shape()
-    return MemRefType(type_.element_type, [rows * shape[0] // split.rows, *shape[1:]])
+    """`type_` cut to `rows` of the split's row units, along its leading dimension of more than
+    one element (dim 0 for a split by rows, whose sliced buffers have at least one row per unit)."""
+    shape = list(type_.get_shape())
+    axis = _leading_axis(shape)
+    shape[axis] = rows * shape[axis] // split.rows
+    return MemRefType(type_.element_type, shape)
+
+
+def _leading_axis(shape: Sequence[int]) -> int | None:
+    """The first dimension of `shape` with more than one element (None: there is none)."""
+    return next((i for i, extent in enumerate(shape) if extent > 1), None)
 
 
 def _count(shape) -> int:

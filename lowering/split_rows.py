@@ -16,8 +16,14 @@ becomes, with `split-rows{threads=2 min-work=0}`,
                                        graph.row_bytes = array<i64: 256, 256>, ...} {...}
     func.func @relu_0_rows512(%x: memref<512x64xf32>, %out: memref<512x64xf32>) attributes {graph.kernel, ...} {...}
 
-Kernels that do less work, that cannot split by rows, or whose rows make one chunk are left
-as they are; so is every kernel when `threads` is 1.
+A convolution of one image (one row) splits by blocks of its output channels instead
+(`row_split.channel_split`); its chunks are listed the same way, their units being channels:
+
+    func.func @conv(%x: memref<1x8x7x6xf32>, %w: memref<16x8x3x3xf32>, %out: memref<1x16x7x6xf32>)
+        attributes {graph.row_chunks = [["conv_rows8", 0], ["conv_rows8", 8]], graph.row_bytes = array<i64: 0, 288, 168>, ...}
+
+Kernels that do less work, that cannot split by rows (or channels), or whose rows make one
+chunk are left as they are; so is every kernel when `threads` is 1.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from graphopt.lowering import ukernels
-from graphopt.lowering.row_split import row_chunk_kernel, row_split
+from graphopt.lowering.row_split import RowSplit, channel_split, row_chunk_kernel, row_split
 from graphopt.lowering.share_kernel_code import ALIASES_ATTR
 
 WORK_ATTR = "graph.work"
@@ -65,7 +71,7 @@ class SplitRowsPass(ModulePass):
         work = kernel.attributes.get(WORK_ATTR) if isinstance(kernel, func.FuncOp) else None
         if not (isinstance(work, IntegerAttr) and work.value.data >= self.min_work and kernel.body.blocks):
             return []
-        split = row_split(kernel)
+        split = chunk_split(kernel)
         if split is None:
             return []
         per_chunk = -(-split.rows // (self.threads * split.granule)) * split.granule
@@ -84,6 +90,13 @@ class SplitRowsPass(ModulePass):
         ])
         kernel.attributes[ROW_BYTES_ATTR] = DenseArrayBase.from_list(i64, split.row_bytes)
         return chunks
+
+
+def chunk_split(kernel: func.FuncOp) -> RowSplit | None:
+    """How split-rows cuts `kernel` into chunks: by rows, or, a convolution of one image (one
+    row), by output channels; None when it cannot."""
+    split = row_split(kernel)
+    return channel_split(kernel) if split is None or split.rows == 1 else split
 
 
 def row_chunks(kernel: func.FuncOp) -> tuple[list[tuple[str, int]], tuple[int, ...]]:

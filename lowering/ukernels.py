@@ -11,6 +11,13 @@ links in the IR that the callee's kind writes from its name and argument types:
 
 Kinds, by the prefix of their names: the packed GEMM (`packed_gemm.py`), the direct
 convolution (`direct_conv.py`) and the depthwise convolution (`depthwise_conv.py`).
+
+A convolution of one image has one row; it runs by blocks of output channels instead
+(`channel_units`, `row_split.channel_split`): a chunk calls the ukernel for its channels,
+
+    func.call @graphopt_sconv_direct_r8_d1x1_1x8x1x1x90_8x8x3x3_1x8x7x6(%phases, %w_chunk, %out_chunk)
+
+with all of a one-group conv's input (phases) and the chunk's groups of a grouped one.
 """
 
 from __future__ import annotations
@@ -37,6 +44,26 @@ def chunk_call(ukernel_call: func.CallOp, operands: Sequence[SSAValue]) -> func.
     """`ukernel_call` on `operands` of other sizes (a row chunk's), calling the ukernel for them."""
     name = ukernel_call.callee.string_value()
     return call(_kind(name).chunk_name(name, [v.type for v in operands]), operands)
+
+
+def channel_units(ukernel_call: func.CallOp) -> tuple[int, int, bool] | None:
+    """How a convolution ukernel's call on one image splits by output channels: (units, the
+    fewest units a chunk starts at a multiple of, whether its first argument splits with
+    them); None for other calls.
+
+    A grouped conv (depthwise ones too) splits by groups: a unit is a group's output channels,
+    its weights and its input channels (of x, or of its phases). A conv of one group splits by
+    output channels, chunks starting at multiples of the direct ukernel's register tile
+    (`direct_conv.OUT_CHANNELS`), and reads all of its input in each chunk.
+    """
+    name = ukernel_call.callee.string_value()
+    if _kind(name) not in (direct_conv, depthwise_conv):
+        return None
+    inputs, weights, out = (v.type.get_shape() for v in ukernel_call.arguments)
+    if inputs[0] != 1:
+        return None
+    groups = inputs[1] // weights[1]
+    return (groups, 1, True) if groups > 1 else (out[1], direct_conv.OUT_CHANNELS, False)
 
 
 def declarations(kernels: Sequence[func.FuncOp]) -> list[func.FuncOp]:

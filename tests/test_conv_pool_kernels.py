@@ -19,6 +19,7 @@ from graphopt.lowering import depthwise_conv, direct_conv
 from graphopt.lowering.convert_graph_to_linalg import generalized, lower_group
 from graphopt.lowering.pipelines import CPU
 from graphopt.lowering.row_split import row_split
+from graphopt.lowering.split_rows import chunk_split
 from graphopt.parsing import make_context
 from graphopt.transforms.canonicalize import CanonicalizePass
 
@@ -46,16 +47,16 @@ def split_small_kernels(monkeypatch):
 
 
 def check_group(module, arrays, rtol=1e-4, atol=1e-5):
-    """Compile the group on the cpu backend with 1 thread, and with 2 (row chunks of the batch);
-    both equal the interpreter."""
+    """Compile the group on the cpu backend with 1 thread, and with 2 (row chunks of the batch,
+    or of a conv's output channels at batch 1); both equal the interpreter."""
     main = next(op for op in module.ops if isinstance(op, FuncOp))
     group = next(op for op in main.body.block.ops if isinstance(op, graph.FusedOp))
-    split = row_split(generalized(lower_group(group, "k")))
-    assert split is not None  # every generic iterates the batch as d0
+    assert row_split(generalized(lower_group(group, "k"))) is not None  # every generic iterates the batch as d0
+    split = chunk_split(generalized(lower_group(group, "k")))
     (expected,) = graphopt.interpret(module, *arrays)
     for threads in (1, 2):
         (kernel,) = get_backend("cpu").compile([group], threads)
-        assert bool(kernel.chunks) == (threads > 1 and split.rows > split.granule)
+        assert bool(kernel.chunks) == (threads > 1 and split is not None and split.rows > split.granule)
         out = np.empty(expected.shape, expected.dtype)
         kernel([np.ascontiguousarray(a) for a in arrays], [out])
         np.testing.assert_allclose(out, expected, rtol=rtol, atol=atol, equal_nan=True)

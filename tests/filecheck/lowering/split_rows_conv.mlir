@@ -1,0 +1,65 @@
+// split-rows on convolutions of one image: a conv ukernel call and its epilogue run as chunks
+// of output channels (a kernel of one image has one row). A conv of one group slices w, out
+// and the epilogue's operands by output channel, chunks starting at multiples of 8 (the direct
+// ukernel's register tile), and each chunk copies all of x into its own phases; a grouped conv
+// slices by groups, x (through its phases) too; a depthwise one by input channels.
+
+// RUN: graph-opt %s --split-input-file --fuse --lower-to-linalg | graph-opt --split-input-file -p 'split-rows{threads=2 min-work=0}' | filecheck %s
+
+// 12 output channels: 8 and 4. Bytes per channel: w 8 * 3 * 3 * 4 = 288, bias 4, residual and out 7 * 6 * 4 = 168.
+// CHECK-LABEL: func.func @fused_conv2d_add_relu_0(%0: memref<1x8x7x6xf32>, %1: memref<12x8x3x3xf32>, %2: memref<12x1x1xf32>, %3: memref<1x12x7x6xf32>, %4: memref<1x12x7x6xf32>)
+// CHECK-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_add_relu_0_rows8", 0 : i64], ["fused_conv2d_add_relu_0_rows4", 8 : i64]]
+// CHECK-SAME:    graph.row_bytes = array<i64: 0, 288, 4, 168, 168>
+// CHECK:       func.func @fused_conv2d_add_relu_0_rows4(%0: memref<1x8x7x6xf32>, %1: memref<4x8x3x3xf32>, %2: memref<4x1x1xf32>, %3: memref<1x4x7x6xf32>, %4: memref<1x4x7x6xf32>)
+// CHECK-NEXT:    %[[PHASES:.*]] = memref.alloc() : memref<1x8x1x1x90xf32>
+// CHECK:         func.call @graphopt_sconv_direct_r8_d1x1_1x8x1x1x90_4x8x3x3_1x4x7x6(%[[PHASES]], %1, %4)
+// CHECK:         linalg.generic
+// CHECK-SAME:      ins(%{{.*}}, %2, %3 : memref<42xi64>, memref<4x1x1xf32>, memref<1x4x7x6xf32>) outs(%4 : memref<1x4x7x6xf32>)
+// CHECK:       func.func @fused_conv2d_add_relu_0_rows8(%0: memref<1x8x7x6xf32>, %1: memref<8x8x3x3xf32>, %2: memref<8x1x1xf32>, %3: memref<1x8x7x6xf32>, %4: memref<1x8x7x6xf32>)
+// CHECK:         func.call @graphopt_sconv_direct_r8_d1x1_1x8x1x1x90_8x8x3x3_1x8x7x6(
+func.func @main(%x: tensor<1x8x7x6xf32>, %w: tensor<12x8x3x3xf32>, %b: tensor<12x1x1xf32>, %r: tensor<1x12x7x6xf32>) -> tensor<1x12x7x6xf32> {
+  %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x7x6xf32>, tensor<12x8x3x3xf32>) -> tensor<1x12x7x6xf32>
+  %1 = graph.add %0, %b : (tensor<1x12x7x6xf32>, tensor<12x1x1xf32>) -> tensor<1x12x7x6xf32>
+  %2 = graph.add %1, %r : (tensor<1x12x7x6xf32>, tensor<1x12x7x6xf32>) -> tensor<1x12x7x6xf32>
+  %3 = graph.relu %2 : tensor<1x12x7x6xf32>
+  func.return %3 : tensor<1x12x7x6xf32>
+}
+
+// -----
+
+// 4 groups of 4 input and 2 output channels: chunks of 2 groups; x's 4 channels of a group
+// (4 * 8 * 8 * 4 bytes) go into the chunk's phases.
+// CHECK-LABEL: func.func @conv2d_0(%0: memref<1x16x8x8xf32>, %1: memref<8x4x3x3xf32>, %2: memref<1x8x8x8xf32>)
+// CHECK-SAME:    graph.row_chunks = {{\[}}["conv2d_0_rows2", 0 : i64], ["conv2d_0_rows2", 2 : i64]]
+// CHECK-SAME:    graph.row_bytes = array<i64: 1024, 288, 512>
+// CHECK:       func.func @conv2d_0_rows2(%0: memref<1x8x8x8xf32>, %1: memref<4x4x3x3xf32>, %2: memref<1x4x8x8xf32>)
+// CHECK-NEXT:    memref.alloc() : memref<1x8x1x1x{{[0-9]+}}xf32>
+// CHECK:         func.call @graphopt_sconv_direct_r10_d1x1_1x8x1x1x{{[0-9]+}}_4x4x3x3_1x4x8x8(
+func.func @main(%x: tensor<1x16x8x8xf32>, %w: tensor<8x4x3x3xf32>) -> tensor<1x8x8x8xf32> {
+  %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, groups = 4 : i64} : (tensor<1x16x8x8xf32>, tensor<8x4x3x3xf32>) -> tensor<1x8x8x8xf32>
+  func.return %0 : tensor<1x8x8x8xf32>
+}
+
+// -----
+
+// Depthwise, channel multiplier 2, stride 2: chunks of 4 of x's 8 channels (no copy of x).
+// CHECK-LABEL: func.func @conv2d_0(%0: memref<1x8x10x12xf32>, %1: memref<16x1x3x3xf32>, %2: memref<1x16x5x6xf32>)
+// CHECK-SAME:    graph.row_chunks = {{\[}}["conv2d_0_rows4", 0 : i64], ["conv2d_0_rows4", 4 : i64]]
+// CHECK-SAME:    graph.row_bytes = array<i64: 480, 72, 240>
+// CHECK:       func.func @conv2d_0_rows4(%0: memref<1x4x10x12xf32>, %1: memref<8x1x3x3xf32>, %2: memref<1x8x5x6xf32>)
+// CHECK-NEXT:    func.call @graphopt_sconv_depthwise_s2x2_d1x1_p1x1_1x4x10x12_8x1x3x3_1x8x5x6(%0, %1, %2)
+func.func @main(%x: tensor<1x8x10x12xf32>, %w: tensor<16x1x3x3xf32>) -> tensor<1x16x5x6xf32> {
+  %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, groups = 8 : i64} : (tensor<1x8x10x12xf32>, tensor<16x1x3x3xf32>) -> tensor<1x16x5x6xf32>
+  func.return %0 : tensor<1x16x5x6xf32>
+}
+
+// -----
+
+// An f64 conv (a loop nest, no ukernel) of one image stays whole.
+// CHECK-LABEL: func.func @conv2d_0(
+// CHECK-NOT:     graph.row_chunks
+// CHECK:         func.return
+func.func @main(%x: tensor<1x8x10x12xf64>, %w: tensor<16x8x3x3xf64>) -> tensor<1x16x8x10xf64> {
+  %0 = graph.conv2d %x, %w {padding = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x10x12xf64>, tensor<16x8x3x3xf64>) -> tensor<1x16x8x10xf64>
+  func.return %0 : tensor<1x16x8x10xf64>
+}

@@ -1,0 +1,131 @@
+"""Convolutions of one image on two threads: chunks of output channels (`row_split.channel_split`),
+against the interpreter; batches of several images keep their chunks of images."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_direct_conv import conv_layer, ukernel_convs
+from test_graph_to_linalg import sample
+from xdsl.dialects import func
+
+import graphopt
+from graphopt.backends import cpu
+from graphopt.builder import GraphBuilder
+from graphopt.lowering import direct_conv
+from graphopt.lowering.pipelines import CPU
+
+
+def conv_block(x_shape, w_shape, strides=(1, 1), padding=(0, 0, 0, 0), groups=1, epilogue="bias"):
+    """@main(x[, residual]) = conv2d(x, w) + bias, then relu ("bias_relu"), clip to [0, 6]
+    ("bias_relu6") or + residual and relu ("residual_relu"); w and bias constants."""
+    g = GraphBuilder()
+    x = g.input("x", x_shape)
+    w = g.constant(sample(w_shape, seed=1, specials=False))
+    y = g.conv2d(x, w, strides=strides, padding=padding, groups=groups)
+    y = g.add(y, g.constant(sample((w_shape[0], 1, 1), seed=2, specials=False)))
+    if epilogue == "bias_relu":
+        y = g.relu(y)
+    elif epilogue == "bias_relu6":
+        y = g.clip(y, min=0.0, max=6.0)
+    elif epilogue == "residual_relu":
+        residual = g.input("residual", tuple(y.type.get_shape()))
+        y = g.relu(g.add(y, residual))
+    return g.finish(y)
+
+
+def compiled_calls(monkeypatch, module, *arrays):
+    """The module compiled at 2 threads, small kernels split too, checked against the
+    interpreter; and the ukernel that each kernel and chunk function it JIT-compiled calls."""
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    jitted = []
+    compile_module = cpu.compile_module
+    monkeypatch.setattr(cpu, "compile_module", lambda m, **kw: jitted.append(m) or compile_module(m, **kw))
+    expected = graphopt.interpret(module, *arrays)
+    executable = graphopt.compile(module, backends=("cpu",), threads=2)
+    for e, a in zip(expected, executable(*arrays), strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-4, equal_nan=True)
+    calls = {
+        op.parent_op().sym_name.data: op.callee.string_value()
+        for m in jitted
+        for op in m.walk()
+        if isinstance(op, func.CallOp)
+    }
+    return executable, calls
+
+
+CONVS = [
+    # x, w, strides, padding, groups, epilogue
+    ((1, 7, 9, 11), (13, 7, 3, 3), (1, 1), (1, 1, 1, 1), 1, "bias_relu"),  # 13 = 8 + 5 channels
+    ((1, 5, 12, 10), (21, 5, 3, 3), (2, 2), (1, 0, 1, 2), 1, "residual_relu"),  # 16 + 5, stride 2
+    ((1, 9, 6, 7), (30, 9, 1, 1), (1, 1), (0, 0, 0, 0), 1, "bias_relu6"),  # a 1x1: 16 + 14
+    ((1, 12, 7, 5), (6, 4, 3, 3), (1, 2), (1, 1, 1, 1), 3, "bias_relu"),  # 3 groups of 2: 2 + 1
+    ((1, 20, 8, 9), (10, 4, 3, 3), (2, 1), (0, 1, 2, 0), 5, "residual_relu"),  # 5 groups: 3 + 2
+    ((1, 11, 10, 37), (11, 1, 3, 3), (1, 1), (1, 1, 1, 1), 11, "bias_relu6"),  # depthwise: 8 + 3
+    ((1, 6, 10, 37), (12, 1, 3, 3), (2, 2), (1, 1, 1, 1), 6, "residual_relu"),  # multiplier 2, stride 2
+]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, strides, padding, groups, epilogue", CONVS)
+@pytest.mark.parametrize("batch", [1, 3])
+def test_two_threads_match_the_interpreter(monkeypatch, batch, x_shape, w_shape, strides, padding, groups, epilogue):
+    """One image: two chunks of output channels, each calling the ukernel for its channels
+    (and, with groups, for its groups' input channels); three images: chunks of images."""
+    x_shape = (batch, *x_shape[1:])
+    module = conv_block(x_shape, w_shape, strides, padding, groups, epilogue)
+    arrays = [sample(x_shape, specials=False)]
+    if epilogue == "residual_relu":
+        main = module.body.block.first_op
+        arrays.append(sample(main.function_type.inputs.data[1].get_shape(), seed=4))
+    executable, calls = compiled_calls(monkeypatch, module, *arrays)
+    (step,) = executable.steps
+    chunk_outs = [[int(n) for n in callee.rsplit("_", 1)[1].split("x")] for name, callee in calls.items() if "_rows" in name]
+    if batch == 1:  # two chunks of one image and part of the output channels
+        assert len(step.kernel.chunks) == 2
+        assert all(out[0] == 1 for out in chunk_outs) and sum(out[1] for out in chunk_outs) == w_shape[0]
+    else:  # images of all output channels (chunks of 2 and 1 where images keep 16-byte alignment)
+        assert all(out[1] == w_shape[0] for out in chunk_outs)
+
+
+def test_one_group_chunks_start_at_register_tiles_and_read_all_of_x(monkeypatch):
+    """Output channels 0-15 and 16-20 (chunks start at multiples of direct_conv.OUT_CHANNELS),
+    each chunk copying all of x into its phases."""
+    module = conv_block((1, 5, 12, 10), (21, 5, 3, 3), padding=(1, 1, 1, 1))
+    executable, calls = compiled_calls(monkeypatch, module, sample((1, 5, 12, 10), specials=False))
+    (step,) = executable.steps
+    assert [begin for _, begin in step.kernel.chunks] == [0, 2 * direct_conv.OUT_CHANNELS]
+    # padded rows of R = 12 floats; phases of max(12 * 12 + (2 * 12 + 2), 14 * 12) + 16 = 186 floats
+    ukernel = "graphopt_sconv_direct_r12_d1x1_1x5x1x1x186_{0}x5x3x3_1x{0}x12x10".format
+    assert calls == {
+        "fused_conv2d_add_0": ukernel(21),
+        "fused_conv2d_add_0_rows16": ukernel(16),
+        "fused_conv2d_add_0_rows5": ukernel(5),
+    }
+
+
+def test_one_thread_and_small_convs_stay_whole():
+    """At one thread, or below split-rows' min-work, the conv of one image is one call."""
+    large = conv_block((1, 5, 12, 10), (21, 5, 3, 3), padding=(1, 1, 1, 1))  # 226800 flops
+    small = conv_block((1, 5, 6, 5), (21, 5, 3, 3), padding=(1, 1, 1, 1))  # 56700 flops
+    steps = [graphopt.compile(m, backends=("cpu",), threads=t).steps for m, t in ((large, 1), (small, 2), (large, 2))]
+    assert [len(step.kernel.chunks) for (step,) in steps] == [0, 0, 2]
+
+
+
+@settings(max_examples=10, deadline=None)
+@given(conv=ukernel_convs(), out_channels=st.integers(9, 21), seed=st.integers(0, 2**16))
+def test_any_direct_conv_of_one_image_matches_the_interpreter_on_two_threads(conv, out_channels, seed):
+    """ukernel_convs' convs on one image, those of one group with 9-21 output channels: two
+    chunks, the first of 8 or 16 channels."""
+    x_shape, w_shape, strides, dilations, padding, groups = conv
+    x_shape, w_shape = (1, *x_shape[1:]), (out_channels if groups == 1 else w_shape[0], *w_shape[1:])
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    module = conv_layer(x_shape, w, strides, dilations, padding, groups)
+    with pytest.MonkeyPatch.context() as patch:
+        executable, _ = compiled_calls(patch, module, rng.standard_normal(x_shape).astype(np.float32))
+    (step,) = executable.steps
+    if groups == 1:
+        assert [begin for _, begin in step.kernel.chunks] == [0, 8 if out_channels <= 16 else 16]
