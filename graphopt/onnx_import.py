@@ -1196,13 +1196,16 @@ def conv(node: Node) -> list[Tensor]:
     return [y]
 
 
-@converts("ConvTranspose", attributes=["auto_pad", "dilations", "group", "kernel_shape", "output_padding", "pads",
-                                      "strides"])
+@converts("ConvTranspose", attributes=["auto_pad", "dilations", "group", "kernel_shape", "output_padding",
+                                      "output_shape", "pads", "strides"])
 def conv_transpose(node: Node) -> list[Tensor]:
     """The gradient of Conv: a stride-1 conv2d of the input with stride - 1 zeros inserted between
     its elements and padded by dilation * (kernel - 1) - pads (+ output_padding at the end), with
     the weights [C, M/group, ...] flipped and their channel axes swapped. 1-D runs as 2-D
-    with a unit height."""
+    with a unit height. An `output_shape` (or auto_pad SAME_*: the input size times the stride)
+    sets the pads as ONNX Runtime does: the full output less the wanted size, split with the odd
+    element at the start (SAME_UPPER: at the end); a wanted size up to stride - 1 past the full
+    output adds zeros at the end."""
     b, dims, w_dims = node.b, node.shape(0), node.shape(1)
     if len(dims) not in (3, 4) or len(w_dims) != len(dims):
         raise node.unsupported(f"only 1-D and 2-D transposed convolutions (input [N, C, L] or [N, C, H, W], "
@@ -1215,17 +1218,32 @@ def conv_transpose(node: Node) -> list[Tensor]:
     if list(node.attr("kernel_shape", w_dims[2:])) != list(w_dims[2:]):
         raise node.unsupported(f"kernel_shape {node.attr('kernel_shape')} differs from the weights' {list(w_dims[2:])}")
     auto_pad = node.attr("auto_pad", "NOTSET")
-    if auto_pad not in ("NOTSET", "VALID"):
-        raise node.unsupported(f"auto_pad '{auto_pad}' is not supported (only NOTSET and VALID; give pads)")
+    if auto_pad not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        raise node.unsupported(f"auto_pad '{auto_pad}' is not supported")
     ones, zeros = [1] * spatial, [0] * spatial
+    strides, dilations = node.attr("strides", ones), node.attr("dilations", ones)
+    output_padding = node.attr("output_padding", zeros)
     pads = node.attr("pads", zeros * 2) if auto_pad == "NOTSET" else zeros * 2
+    wanted = node.attr("output_shape", None)
+    if wanted is None and auto_pad.startswith("SAME"):
+        wanted = [size * stride for size, stride in zip(dims[2:], strides)]
+    if wanted is not None:
+        if len(wanted) != spatial:
+            raise node.unsupported(f"output_shape {list(wanted)} must give the {spatial} spatial sizes")
+        full = [stride * (size - 1) + extra + dilation * (k - 1) + 1
+                for size, stride, extra, dilation, k in zip(dims[2:], strides, output_padding, dilations, w_dims[2:])]
+        totals = [f - size for f, size in zip(full, wanted)]
+        if any(total < 1 - stride for total, stride in zip(totals, strides)):
+            raise node.unsupported(f"output_shape {list(wanted)} is more than stride - 1 past the full output {full}")
+        heads = [0 if total < 0 else total // 2 if auto_pad == "SAME_UPPER" else total - total // 2 for total in totals]
+        pads = [*heads, *(total - head for total, head in zip(totals, heads))]
 
     def lifted(values: Sequence[int], fill: int) -> list[int]:
         return [fill, *values] if spatial == 1 else list(values)
 
     (h, w), (kh, kw) = lifted(dims[2:], 1), lifted(w_dims[2:], 1)
-    (sh, sw), (dh, dw) = lifted(node.attr("strides", ones), 1), lifted(node.attr("dilations", ones), 1)
-    output_padding = lifted(node.attr("output_padding", zeros), 0)
+    (sh, sw), (dh, dw) = lifted(strides, 1), lifted(dilations, 1)
+    output_padding = lifted(output_padding, 0)
     begins, ends = lifted(pads[:spatial], 0), lifted(pads[spatial:], 0)
     n, c, m = dims[0], dims[1], w_dims[1] * groups
     x = b.reshape(node(0), (n, c, h, w)) if spatial == 1 else node(0)
