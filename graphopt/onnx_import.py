@@ -1332,10 +1332,10 @@ def resize(node: Node) -> list[Tensor]:
     dims = node.shape(0)
     rank = len(dims)
     mode = node.attr("mode", "nearest")
-    if mode not in ("nearest", "linear"):
-        raise node.unsupported(f"mode '{mode}' is not supported (only 'nearest' and 'linear')")
-    if mode == "linear" and node.dtype(0).kind != "f":
-        raise node.unsupported(f"linear mode needs a floating-point input, got {node.dtype(0)}")
+    if mode not in ("nearest", "linear", "cubic"):
+        raise node.unsupported(f"mode '{mode}' is not supported (only 'nearest', 'linear' and 'cubic')")
+    if mode != "nearest" and node.dtype(0).kind != "f":
+        raise node.unsupported(f"{mode} mode needs a floating-point input, got {node.dtype(0)}")
     if node.attr("antialias", 0):
         raise node.unsupported("antialias = 1 is not supported")
     if node.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
@@ -1371,6 +1371,10 @@ def resize(node: Node) -> list[Tensor]:
         if mode == "linear":
             y = linearly_resampled(node, y, axis, np.clip(source, 0, size - 1))
             continue
+        if mode == "cubic":
+            y = cubically_resampled(node, y, axis, source, node.attr("cubic_coeff_a", -0.75),
+                                    bool(node.attr("exclude_outside", 0)))
+            continue
         rounding = (np.ceil if scale < 1 else np.floor) if opset10 else NEAREST_ROUNDING[nearest_mode]
         y = node.b.gather(y, node.b.constant(np.clip(rounding(source), 0, size - 1).astype(np.int64)), axis=axis)
     return [y]
@@ -1385,3 +1389,26 @@ def linearly_resampled(node: Node, x: SSAValue, axis: int, source: np.ndarray) -
     weight = (source - below).astype(dtype).reshape(-1, *[1] * (len(dims) - axis - 1))
     low, high = b.gather(x, b.constant(below), axis=axis), b.gather(x, b.constant(above), axis=axis)
     return b.add(low, b.mul(b.sub(high, low), b.constant(weight)))
+
+
+def cubically_resampled(node: Node, x: SSAValue, axis: int, source: np.ndarray, a: float, exclude_outside: bool) -> SSAValue:
+    """x sampled along `axis` at the fractional indices `source`: the four neighbours (clamped
+    into the axis) weighted by the cubic convolution kernel with coefficient `a` (Keys); with
+    `exclude_outside`, neighbours outside the axis weigh 0 and the rest are renormalized."""
+    b, dims = node.b, x.type.get_shape()
+    below = np.floor(source)
+    distances = np.abs(np.stack([source - (below + k) for k in (-1, 0, 1, 2)]))  # [4, length]
+    near = ((a + 2) * distances - (a + 3)) * distances**2 + 1
+    far = ((a * distances - 5 * a) * distances + 8 * a) * distances - 4 * a
+    weights = np.where(distances <= 1, near, np.where(distances < 2, far, 0))
+    indices = np.stack([below + k for k in (-1, 0, 1, 2)]).astype(np.int64)
+    if exclude_outside:
+        weights = np.where((indices >= 0) & (indices < dims[axis]), weights, 0)
+        weights = weights / weights.sum(axis=0)
+    dtype = numpy_dtype(x.type.get_element_type())
+    terms = [
+        b.mul(b.gather(x, b.constant(np.clip(index, 0, dims[axis] - 1)), axis=axis),
+              b.constant(weight.astype(dtype).reshape(-1, *[1] * (len(dims) - axis - 1))))
+        for index, weight in zip(indices, weights)
+    ]
+    return b.add(b.add(terms[0], terms[1]), b.add(terms[2], terms[3]))
