@@ -670,17 +670,29 @@ def range_(node: Node) -> list[Tensor]:
 
 @converts("CumSum", attributes=["exclusive", "reverse"])
 def cumsum(node: Node) -> list[Tensor]:
-    """Running sums along `axis` (backwards with `reverse`; each leaving out its own element with `exclusive`)."""
-    x = node.constant(0, "x")
-    axis = node.axis(int(node.constant(1, "axis").reshape(())), x.ndim)
-    backwards = bool(node.attr("reverse", 0))
-    ordered = np.flip(x, axis) if backwards else x
-    sums = np.cumsum(ordered, axis=axis, dtype=x.dtype)
-    if node.attr("exclusive", 0):
-        shifted = np.zeros_like(sums)
-        shifted[(slice(None),) * axis + (slice(1, None),)] = sums[(slice(None),) * axis + (slice(None, -1),)]
-        sums = shifted
-    return [np.flip(sums, axis) if backwards else sums]
+    """Running sums along `axis` (backwards with `reverse`; each leaving out its own element with
+    `exclusive`). Folded at import for a constant x; else, with x as [before, L, after], output j
+    sums x selected where a constant [L, L] mask takes input i into it (select, not a matmul
+    with a triangle of ones, so a NaN or inf reaches only the sums that include it)."""
+    dims = node.shape(0)
+    axis = node.axis(int(node.constant(1, "axis").reshape(())), len(dims))
+    backwards, exclusive = bool(node.attr("reverse", 0)), bool(node.attr("exclusive", 0))
+    x = node.raw(0)
+    if isinstance(x, np.ndarray):
+        ordered = np.flip(x, axis) if backwards else x
+        sums = np.cumsum(ordered, axis=axis, dtype=x.dtype)
+        if exclusive:
+            shifted = np.zeros_like(sums)
+            shifted[(slice(None),) * axis + (slice(1, None),)] = sums[(slice(None),) * axis + (slice(None, -1),)]
+            sums = shifted
+        return [np.flip(sums, axis) if backwards else sums]
+    b, length = node.b, dims[axis]
+    position = np.arange(length)
+    offset = position[None, :] - position[:, None]  # [j, i]: how far input i lies past output j
+    takes = (offset > 0 if exclusive else offset >= 0) if backwards else (offset < 0 if exclusive else offset <= 0)
+    rows = b.reshape(x, (math.prod(dims[:axis]), 1, length, math.prod(dims[axis + 1 :])))
+    taken = b.select(b.constant(takes.reshape(length, length, 1)), rows, b.constant(np.zeros((), node.dtype(0))))
+    return [b.reshape(b.reduce_sum(taken, axes=[2]), dims)]
 
 
 # ----------------------------------------------------------------------------------------
