@@ -27,6 +27,7 @@ from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.ir.affine import AffineDimExpr
 from xdsl.passes import ModulePass
 
+from graphopt.lowering import ukernels
 from graphopt.lowering.row_split import row_split
 
 ROW_LOCAL_ATTR = "graph.row_local"
@@ -36,7 +37,9 @@ ROW_LOCAL_ATTR = "graph.row_local"
 def is_row_local(kernel: func.FuncOp) -> bool:
     """Whether `kernel` splits by rows with one d0 extent for all its generics, rows indexed by plain d0."""
     generics = [op for op in kernel.body.block.ops if isinstance(op, GenericOp)]
-    if any(not generic.iterator_types.data for generic in generics) or row_split(kernel) is None:
+    if any(not generic.iterator_types.data for generic in generics) or not ukernels.calls_take_rows(kernel):
+        return False
+    if row_split(kernel) is None:
         return False
     if len({generic.get_static_loop_ranges()[0] for generic in generics}) != 1:
         return False

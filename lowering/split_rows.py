@@ -17,7 +17,8 @@ becomes, with `split-rows{threads=2 min-work=0}`,
     func.func @relu_0_rows512(%x: memref<512x64xf32>, %out: memref<512x64xf32>) attributes {graph.kernel, ...} {...}
 
 Kernels that do less work, that cannot split by rows, or whose rows make one chunk are left
-as they are; so is every kernel when `threads` is 1.
+as they are; so is every kernel when `threads` is 1, and (since 2026-11-25) a kernel calling a
+ukernel with tile epilogue operands (`ukernels.calls_take_rows`).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class SplitRowsPass(ModulePass):
         work = kernel.attributes.get(WORK_ATTR) if isinstance(kernel, func.FuncOp) else None
         if not (isinstance(work, IntegerAttr) and work.value.data >= self.min_work and kernel.body.blocks):
             return []
-        split = row_split(kernel)
+        split = row_split(kernel) if ukernels.calls_take_rows(kernel) else None
         if split is None:
             return []
         per_chunk = -(-split.rows // (self.threads * split.granule)) * split.granule

@@ -3,7 +3,8 @@
 A kernel calls a ukernel like any function, destination-passing (it writes its last
 argument), on (rows in, data read whole, rows out): the first and last arguments' leading dim
 counts rows (a row chunk of the kernel calls the ukernel on its rows), the middle one is read
-whole. The lowering declares each callee `func.func private` with `graph.ukernel`; the JIT
+whole. A direct convolution with a tile epilogue (`tile_epilogue.py`) also takes the
+epilogue's operands before out; row splitting does not take such calls (`calls_take_rows`). The lowering declares each callee `func.func private` with `graph.ukernel`; the JIT
 links in the IR that the callee's kind writes from its name and argument types:
 
     func.call @graphopt_sgemm_packed_128x768x3072(%a, %b_panels, %out) : (...) -> ()
@@ -37,6 +38,12 @@ def chunk_call(ukernel_call: func.CallOp, operands: Sequence[SSAValue]) -> func.
     """`ukernel_call` on `operands` of other sizes (a row chunk's), calling the ukernel for them."""
     name = ukernel_call.callee.string_value()
     return call(_kind(name).chunk_name(name, [v.type for v in operands]), operands)
+
+
+def calls_take_rows(kernel: func.FuncOp) -> bool:
+    """Whether each ukernel call of `kernel` has operands (rows in, data read whole, rows out),
+    the calls row splitting (`row_split.py`) takes."""
+    return all(len(op.arguments) == 3 for op in kernel.walk() if isinstance(op, func.CallOp))
 
 
 def declarations(kernels: Sequence[func.FuncOp]) -> list[func.FuncOp]:

@@ -1,0 +1,217 @@
+"""The epilogue a ukernel applies to each vector of its output tile before the store, as LLVM IR text.
+
+An epilogue is a tuple of steps, each an op and its operands; an operand is the accumulator
+`A`, the residual `R` (one tensor of the output's shape, read at the stored position),
+per-output-channel operand `P<i>` (broadcast along the vector), the result of step `S<j>`, or
+an f32 constant `C<its bits in hex>`. The ukernel's name carries `token(steps)`, the steps
+joined by `.`, so kernels that share a ukernel share its epilogue too. conv2d -> add(bias) ->
+relu, the bias per-channel operand 0, is
+
+    addAP0.maxS0C00000000
+
+Ops: add, sub, mul, div, max and min (NaN-propagating, as NumPy's maximum and minimum), sqrt
+and sigmoid (1 / (1 + exp(-x)), exp expanded inline as convert-math-to-llvm expands it). Steps
+that read neither `A` nor `R` (a batch norm's sqrt(var + eps)) are computed once per channel
+of the tile.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Sequence
+
+import numpy as np
+
+from graphopt.lowering.convert_math_to_llvm import FloatExpression, expand_exp_f32
+from graphopt.lowering.llvm_text import VECTOR_TYPE, LLVMText, broadcast, load
+
+Step = tuple[str, tuple[str, ...]]
+
+ARITY = {"add": 2, "sub": 2, "mul": 2, "div": 2, "max": 2, "min": 2, "sqrt": 1, "sigmoid": 1}
+"""The ops a step may apply, with their operand counts."""
+ACCUMULATOR, RESIDUAL = "A", "R"
+
+
+def constant(value: float) -> str:
+    """The operand of the f32 constant `value`."""
+    return f"C{struct.unpack('<I', struct.pack('<f', value))[0]:08x}"
+
+
+def per_channel(index: int) -> str:
+    return f"P{index}"
+
+
+def step_result(index: int) -> str:
+    return f"S{index}"
+
+
+def token(steps: Sequence[Step]) -> str:
+    """The steps as they appear in a ukernel's name."""
+    return ".".join(op + "".join(operands) for op, operands in steps)
+
+
+def parse(text: str) -> tuple[Step, ...]:
+    """The steps of a `token`."""
+    steps = []
+    for step in text.split("."):
+        op = re.match(r"[a-z]+", step)[0]
+        steps.append((op, tuple(re.findall(r"[ARPSC][0-9a-f]*", step[len(op) :]))))
+    return tuple(steps)
+
+
+def per_channel_count(steps: Sequence[Step]) -> int:
+    """How many per-channel operands the steps read (P0 ... P<n-1>)."""
+    return 1 + max((int(o[1:]) for _, operands in steps for o in operands if o[0] == "P"), default=-1)
+
+
+def reads_residual(steps: Sequence[Step]) -> bool:
+    return any(RESIDUAL in operands for _, operands in steps)
+
+
+def _float_literal(value: float) -> str:
+    """An f32 value as LLVM writes it: the double of the same value, in hex."""
+    return f"0x{struct.unpack('<Q', struct.pack('<d', float(np.float32(value))))[0]:016X}"
+
+
+class VectorExpression(FloatExpression):
+    """`FloatExpression`'s builders on <16 x float> values of LLVM IR text (its polynomial and
+    clamp, and the exp expansion written against it, work unchanged)."""
+
+    INT_TYPE = "<16 x i32>"
+
+    def __init__(self, text: LLVMText):
+        self.text = text
+
+    def emit(self, instruction: str) -> str:
+        return self.text.value(instruction)
+
+    def constant(self, value: float) -> str:
+        return f"splat (float {_float_literal(value)})"
+
+    def float_value(self, value: str | float) -> str:
+        return value if isinstance(value, str) else self.constant(value)
+
+    def int_value(self, value: str | int) -> str:
+        return value if isinstance(value, str) else f"splat (i32 {value})"
+
+    def _binary(self, instruction: str, a, b) -> str:
+        return self.emit(f"{instruction} {VECTOR_TYPE} {self.float_value(a)}, {self.float_value(b)}")
+
+    def add(self, a, b) -> str:
+        return self._binary("fadd", a, b)
+
+    def sub(self, a, b) -> str:
+        return self._binary("fsub", a, b)
+
+    def mul(self, a, b) -> str:
+        return self._binary("fmul", a, b)
+
+    def div(self, a, b) -> str:
+        return self._binary("fdiv", a, b)
+
+    def call(self, intrinsic: str, *operands) -> str:
+        """`@llvm.<intrinsic>.v16f32` on float operands."""
+        arguments = ", ".join(f"{VECTOR_TYPE} {self.float_value(o)}" for o in operands)
+        return self.emit(f"call {VECTOR_TYPE} @llvm.{intrinsic}.v16f32({arguments})")
+
+    def fma(self, a, b, c) -> str:
+        return self.call("fma", a, b, c)
+
+    def compare(self, predicate: str, lhs, rhs) -> str:
+        return self.emit(f"fcmp {predicate} {VECTOR_TYPE} {lhs}, {self.float_value(rhs)}")
+
+    def select(self, condition: str, if_true, if_false) -> str:
+        return self.emit(
+            f"select <16 x i1> {condition}, {VECTOR_TYPE} {self.float_value(if_true)}, {VECTOR_TYPE} {self.float_value(if_false)}"
+        )
+
+    def to_bits(self, x: str) -> str:
+        return self.emit(f"bitcast {VECTOR_TYPE} {x} to {self.INT_TYPE}")
+
+    def from_bits(self, bits: str) -> str:
+        return self.emit(f"bitcast {self.INT_TYPE} {bits} to {VECTOR_TYPE}")
+
+    def _integer(self, instruction: str, a, b) -> str:
+        return self.emit(f"{instruction} {self.INT_TYPE} {self.int_value(a)}, {self.int_value(b)}")
+
+    def int_add(self, a, b) -> str:
+        return self._integer("add", a, b)
+
+    def int_sub(self, a, b) -> str:
+        return self._integer("sub", a, b)
+
+    def shift_left(self, a: str, bits: int) -> str:
+        return self._integer("shl", a, bits)
+
+    def shift_right_signed(self, a: str, bits: int) -> str:
+        return self._integer("ashr", a, bits)
+
+    def sigmoid(self, x: str) -> str:
+        """1 / (1 + exp(-x)), as the interpreter computes it."""
+        negated = self.emit(f"fneg {VECTOR_TYPE} {x}")
+        return self.div(1.0, self.add(1.0, expand_exp_f32(self, negated)))
+
+
+class TileEpilogue:
+    """Writes `steps` on the output vectors of one register tile, into `text`.
+
+    `channels`: pointers to each per-channel operand's value for the tile's first channel;
+    `residual`: the pointer into the residual that corresponds to the tile's `out` pointer.
+    """
+
+    def __init__(self, text: LLVMText, steps: Sequence[Step], channels: Sequence[str], residual: str | None):
+        self.text = text
+        self.steps = tuple(steps)
+        self.channels = list(channels)
+        self.residual = residual
+        self.vectors = VectorExpression(text)
+        self.varying = set()
+        """The steps that read the accumulator or the residual (directly or through a step)."""
+        for index, (_, operands) in enumerate(self.steps):
+            if any(o in (ACCUMULATOR, RESIDUAL) or (o[0] == "S" and int(o[1:]) in self.varying) for o in operands):
+                self.varying.add(index)
+        self.uniform: dict[tuple[int, str], str] = {}
+        """Values computed once per channel: (channel, operand) -> vector."""
+
+    def apply(self, accumulator: str, channel: int, offset: int, lanes: int) -> str:
+        """The epilogue of the vector `accumulator` of tile channel `channel`, stored `offset`
+        floats past the tile's out pointer with `lanes` valid lanes; returns the vector to store."""
+        values = {ACCUMULATOR: accumulator}
+        if self.residual is not None and reads_residual(self.steps):
+            pointer = self.text.pointer(self.residual, offset)
+            values[RESIDUAL] = self.text.fresh()
+            self.text.emit(load(values[RESIDUAL], pointer, lanes))
+        for index, (op, operands) in enumerate(self.steps):
+            if index in self.varying:
+                arguments = [values.get(o) or self._uniform(channel, o) for o in operands]
+                values[step_result(index)] = self._step(op, arguments)
+        return values[step_result(len(self.steps) - 1)] if self.steps else accumulator
+
+    def _uniform(self, channel: int, operand: str) -> str:
+        """The vector of an operand that does not vary along the tile's vectors."""
+        key = (channel, operand)
+        if key not in self.uniform:
+            kind, number = operand[0], operand[1:]
+            if kind == "C":
+                value = self.vectors.constant(struct.unpack("<f", struct.pack("<I", int(number, 16)))[0])
+            elif kind == "P":
+                pointer = self.text.pointer(self.channels[int(number)], channel)
+                scalar = self.text.value(f"load float, ptr {pointer}, align 4")
+                value = self.text.fresh()
+                self.text.lines += broadcast(value, scalar)
+            else:
+                op, operands = self.steps[int(number)]
+                value = self._step(op, [self._uniform(channel, o) for o in operands])
+            self.uniform[key] = value
+        return self.uniform[key]
+
+    def _step(self, op: str, arguments: Sequence[str]) -> str:
+        v = self.vectors
+        if op in ("add", "sub", "mul", "div"):
+            return getattr(v, op)(*arguments)
+        if op in ("max", "min"):
+            return v.call(f"{op}imum", *arguments)
+        if op == "sqrt":
+            return v.call("sqrt", *arguments)
+        return v.sigmoid(*arguments)
