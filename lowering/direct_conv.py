@@ -92,8 +92,6 @@ class _Ukernel(LLVMText):
         super().__init__()
         self.name = name_
         self.row, (self.dh, self.dw), self.epilogue = _parameters(name_)
-        self.per_channel = tile_epilogue.per_channel_count(self.epilogue)
-        self.residual = tile_epilogue.reads_residual(self.epilogue)
         phases, w, out = (types[0].get_shape(), types[1].get_shape(), types[-1].get_shape())
         self.batch, in_channels, self.sh, self.sw, self.length = phases
         self.out_channels, self.channels, self.kernel_h, self.kernel_w = w  # channels of a group
@@ -121,7 +119,8 @@ class _Ukernel(LLVMText):
         slots = [(r, v) for r in range(rows) for v in range(vectors)]
         window = self.kernel_h * self.kernel_w
         e = self.emit
-        self.define(f"define internal void {self._tile_name(ocs, rows, vectors, lanes)}({self._parameters('')}) {{")
+        parameters = f"ptr %x, ptr %w{tile_epilogue.parameters(self.epilogue)}, ptr %out"
+        self.define(f"define internal void {self._tile_name(ocs, rows, vectors, lanes)}({parameters}) {{")
         e("  br label %loop")
         e("loop:")
         e("  %c = phi i64 [0, %entry], [%c.next, %loop]")
@@ -157,9 +156,7 @@ class _Ukernel(LLVMText):
         e(f"  %c.done = icmp eq i64 %c.next, {self.channels}")
         e("  br i1 %c.done, label %exit, label %loop")
         e("exit:")
-        epilogue = tile_epilogue.TileEpilogue(
-            self, self.epilogue, [f"%p{i}" for i in range(self.per_channel)], "%r" if self.residual else None
-        )
+        epilogue = tile_epilogue.TileEpilogue(self, self.epilogue)
         for (o, s), total in sums.items():
             r, v = slots[s]
             offset, valid = o * self.out_h * self.out_w + r * self.out_w + v * VECTOR, lanes if v == vectors - 1 else VECTOR
@@ -169,25 +166,12 @@ class _Ukernel(LLVMText):
             e(store(result, pointer, valid))
         self.end()
 
-    def _parameters(self, attributes: str) -> str:
-        """The parameters (x, w, the epilogue's per-channel operands and residual, out) of the
-        ukernel and of its tiles, each pointer with `attributes`."""
-        names = ["x", "w", *(f"p{i}" for i in range(self.per_channel)), *(["r"] if self.residual else []), "out"]
-        return ", ".join(f"ptr {attributes}%{n}" for n in names)
-
-    def _epilogue_arguments(self, channel: str, out_tile: str) -> str:
-        """The tile's per-channel operand pointers (at output channel `channel`) and its residual
-        pointer (at `out_tile`'s offset from out), each with a leading `, `."""
-        pointers = [self.pointer(f"%p{i}", channel) for i in range(self.per_channel)]
-        if self.residual:
-            offset = self.value(f"sub i64 {self.value(f'ptrtoint ptr {out_tile} to i64')}, {self.value('ptrtoint ptr %out to i64')}")
-            pointers.append(self.value(f"getelementptr i8, ptr %r, i64 {offset}"))
-        return "".join(f", ptr {p}" for p in pointers)
 
     # --- the ukernel: loops over images, groups, channel tiles, row tiles and column groups ---
 
     def _main(self) -> None:
-        self.define(f"define void @{self.name}({self._parameters('noalias ')}) {{")
+        epilogue = tile_epilogue.parameters(self.epilogue, "noalias ")
+        self.define(f"define void @{self.name}(ptr noalias %x, ptr noalias %w{epilogue}, ptr noalias %out) {{")
         window = self.kernel_h * self.kernel_w
 
         def image(n: str) -> None:
@@ -218,7 +202,7 @@ class _Ukernel(LLVMText):
                         tile = (ocs, rows, vectors, lanes)
                         self.tiles.add(tile)
                         out_tile = self.pointer(out_r, column)
-                        epilogue = self._epilogue_arguments(o, out_tile)
+                        epilogue = tile_epilogue.arguments(self, self.epilogue, o, out_tile)
                         arguments = f"ptr {self.pointer(x_r, column)}, ptr {w_o}{epilogue}, ptr {out_tile}"
                         self.emit(f"  call void {self._tile_name(*tile)}({arguments})")
 

@@ -69,6 +69,25 @@ def reads_residual(steps: Sequence[Step]) -> bool:
     return any(RESIDUAL in operands for _, operands in steps)
 
 
+def parameters(steps: Sequence[Step], attributes: str = "") -> str:
+    """The epilogue's pointer parameters of a ukernel or of its tile functions, after the ones
+    before them (each `, ptr <attributes>%p<i>`, then `, ptr <attributes>%r`): the per-channel
+    operands, then the residual."""
+    names = [f"p{i}" for i in range(per_channel_count(steps))] + (["r"] if reads_residual(steps) else [])
+    return "".join(f", ptr {attributes}%{name}" for name in names)
+
+
+def arguments(text: LLVMText, steps: Sequence[Step], channel: str, out_tile: str) -> str:
+    """The arguments for `parameters` of a tile function whose out pointer is `out_tile` (a
+    pointer into the ukernel's %out) and whose first output channel is `channel`: the
+    per-channel operands at that channel, the residual at out_tile's offset from %out."""
+    pointers = [text.pointer(f"%p{i}", channel) for i in range(per_channel_count(steps))]
+    if reads_residual(steps):
+        offset = text.value(f"sub i64 {text.value(f'ptrtoint ptr {out_tile} to i64')}, {text.value('ptrtoint ptr %out to i64')}")
+        pointers.append(text.value(f"getelementptr i8, ptr %r, i64 {offset}"))
+    return "".join(f", ptr {p}" for p in pointers)
+
+
 def _float_literal(value: float) -> str:
     """An f32 value as LLVM writes it: the double of the same value, in hex."""
     return f"0x{struct.unpack('<Q', struct.pack('<d', float(np.float32(value))))[0]:016X}"
@@ -156,15 +175,15 @@ class VectorExpression(FloatExpression):
 class TileEpilogue:
     """Writes `steps` on the output vectors of one register tile, into `text`.
 
-    `channels`: pointers to each per-channel operand's value for the tile's first channel;
-    `residual`: the pointer into the residual that corresponds to the tile's `out` pointer.
+    The tile function's parameters (`parameters`) point at each per-channel operand's value
+    for the tile's first channel (%p<i>), and into the residual where %out points (%r).
     """
 
-    def __init__(self, text: LLVMText, steps: Sequence[Step], channels: Sequence[str], residual: str | None):
+    def __init__(self, text: LLVMText, steps: Sequence[Step]):
         self.text = text
         self.steps = tuple(steps)
-        self.channels = list(channels)
-        self.residual = residual
+        self.channels = [f"%p{i}" for i in range(per_channel_count(steps))]
+        self.residual = "%r" if reads_residual(steps) else None
         self.vectors = VectorExpression(text)
         self.varying = set()
         """The steps that read the accumulator or the residual (directly or through a step)."""
@@ -174,11 +193,12 @@ class TileEpilogue:
         self.uniform: dict[tuple[int, str], str] = {}
         """Values computed once per channel: (channel, operand) -> vector."""
 
-    def apply(self, accumulator: str, channel: int, offset: int, lanes: int) -> str:
+    def apply(self, accumulator: str, channel: int, offset: int | str, lanes: int) -> str:
         """The epilogue of the vector `accumulator` of tile channel `channel`, stored `offset`
-        floats past the tile's out pointer with `lanes` valid lanes; returns the vector to store."""
+        floats (a number or an i64 value) past the tile's out pointer with `lanes` valid lanes;
+        returns the vector to store."""
         values = {ACCUMULATOR: accumulator}
-        if self.residual is not None and reads_residual(self.steps):
+        if self.residual is not None:
             pointer = self.text.pointer(self.residual, offset)
             values[RESIDUAL] = self.text.fresh()
             self.text.emit(load(values[RESIDUAL], pointer, lanes))
