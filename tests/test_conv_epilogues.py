@@ -1,15 +1,17 @@
-"""The direct conv ukernel's tile epilogues (bias, batch norm, relu, clip, SiLU, hardswish,
+"""The direct and depthwise conv ukernels' tile epilogues (bias, batch norm, relu, clip, SiLU, hardswish,
 residual add), compiled on the cpu backend, against the interpreter; NaN and inf included."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_direct_conv import check_compiled, direct_calls
+from test_direct_conv import check_compiled
 from test_graph_to_linalg import sample
+from test_packed_gemm import kernels
+from xdsl.dialects import func
 
 from graphopt.builder import GraphBuilder
-from graphopt.lowering import direct_conv, tile_epilogue
+from graphopt.lowering import depthwise_conv, direct_conv, tile_epilogue
 
 CHANNELS = 19
 """Output channels: two full tiles of 8 and a partial one."""
@@ -51,12 +53,16 @@ TAILS = {
 }
 
 
-def conv_module(tail, x_shape=(1, 5, 9, 11), strides=(1, 1), residual_shape=None):
-    """@main(x, r) = tail(conv2d(x, w), r), with a 3x3 window and w a constant."""
+def conv_module(tail, x_shape=(1, 5, 9, 11), strides=(1, 1), residual_shape=None, depthwise=False):
+    """@main(x, r) = tail(conv2d(x, w), r), with a 3x3 window and w a constant (`depthwise`:
+    one input channel per group, x with CHANNELS channels)."""
     g = GraphBuilder()
+    if depthwise:
+        x_shape = (x_shape[0], CHANNELS, *x_shape[2:])
     x = g.input("x", x_shape)
-    w = g.constant(sample((CHANNELS, x_shape[1], 3, 3), seed=1, specials=False))
-    y = g.conv2d(x, w, strides=strides, dilations=(1, 1), padding=(1, 1, 1, 1), groups=1)
+    w = g.constant(sample((CHANNELS, 1 if depthwise else x_shape[1], 3, 3), seed=1, specials=False))
+    groups = CHANNELS if depthwise else 1
+    y = g.conv2d(x, w, strides=strides, dilations=(1, 1), padding=(1, 1, 1, 1), groups=groups)
     out_shape = [s.data for s in y.type.shape]
     r = g.input("r", residual_shape or out_shape)
     return g.finish(tail(g, y, r)), out_shape
@@ -71,31 +77,37 @@ def inputs(module):
 
 
 def epilogue_of(module) -> str:
-    (call,) = direct_calls(module)
-    name = call.callee.string_value()
-    return tile_epilogue.token(direct_conv._parameters(name)[2])
+    """The token of the epilogue that the module's one conv ukernel call applies ('' for none)."""
+    (name,) = [op.callee.string_value() for kernel in kernels(module) for op in kernel.walk() if isinstance(op, func.CallOp)]
+    kind = depthwise_conv if name.startswith(depthwise_conv.PREFIX) else direct_conv
+    return tile_epilogue.token(kind._parameters(name)[-1])
 
 
 @pytest.mark.parametrize("tail", TAILS)
-def test_tails_run_in_the_ukernel_and_match_interpreter(tail):
-    module, _ = conv_module(TAILS[tail])
+@pytest.mark.parametrize("depthwise", [False, True], ids=["direct", "depthwise"])
+def test_tails_run_in_the_ukernel_and_match_interpreter(tail, depthwise):
+    module, _ = conv_module(TAILS[tail], depthwise=depthwise)
     assert epilogue_of(module), "the tail should be the ukernel's epilogue"
     check_compiled(module, *inputs(module))
 
 
-def test_relu_and_clip_keep_nan_exactly():
+@pytest.mark.parametrize("depthwise", [False, True], ids=["direct", "depthwise"])
+def test_relu_and_clip_keep_nan_exactly(depthwise):
     """relu(NaN) and clip(NaN) are NaN, as in NumPy; -inf becomes 0 and +inf 6."""
-    module, out_shape = conv_module(lambda g, y, r: g.clip(g.relu(g.add(y, r)), min=-1.0, max=6.0))
+    tail = lambda g, y, r: g.clip(g.relu(g.add(y, r)), min=-1.0, max=6.0)
+    module, out_shape = conv_module(tail, depthwise=depthwise)
     assert epilogue_of(module) == "addAR.maxS0C00000000.maxS1Cbf800000.minS2C40c00000"
-    x = np.zeros((1, 5, 9, 11), np.float32)
+    x = np.zeros((1, CHANNELS if depthwise else 5, 9, 11), np.float32)
     r = np.zeros(out_shape, np.float32)
     r.reshape(-1)[:4] = [np.nan, np.inf, -np.inf, -0.0]
     (out,) = check_compiled(module, x, r)(x, r)
     assert np.isnan(out.reshape(-1)[0]) and list(out.reshape(-1)[1:3]) == [6.0, 0.0]
 
 
-def test_strided_and_batch_norm_with_residual_at_two_threads():
-    module, _ = conv_module(TAILS["batch_norm residual relu"], x_shape=(1, 6, 33, 20), strides=(2, 2))
+@pytest.mark.parametrize("depthwise", [False, True], ids=["direct", "depthwise"])
+def test_strided_and_batch_norm_with_residual_at_two_threads(depthwise):
+    tail = TAILS["batch_norm residual relu"]
+    module, _ = conv_module(tail, x_shape=(1, 6, 33, 40), strides=(2, 2), depthwise=depthwise)
     assert "R" in epilogue_of(module)
     check_compiled(module, *inputs(module), threads=2)
 
@@ -126,6 +138,6 @@ def test_token_round_trip_and_chunk_names_keep_the_epilogue():
     steps = (("sub", ("A", "P2")), ("add", ("P3", tile_epilogue.constant(1e-5))), ("sigmoid", ("S1",)), ("mul", ("S0", "R")))
     assert tile_epilogue.parse(tile_epilogue.token(steps)) == steps
     module, _ = conv_module(TAILS["bias relu"])
-    (call,) = direct_calls(module)
+    (call,) = [op for kernel in kernels(module) for op in kernel.walk() if isinstance(op, func.CallOp)]
     name = call.callee.string_value()
     assert direct_conv.chunk_name(name, [v.type for v in call.arguments]) == name

@@ -59,9 +59,9 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
     depthwise conv (one input channel per group, `depthwise_conv.applies`) calls the depthwise
     ukernel on x itself, with no copy; an f32 conv whose window is deep enough for a group
     (`direct_conv.applies`) calls the direct convolution ukernel on the phases (with
-    `direct_conv.SLACK` floats more), which keeps its output tiles in registers and applies the
-    group's elementwise tail to them when the schedule takes it as a tile epilogue (then it
-    writes the group's result, and returns True). Otherwise the
+    `direct_conv.SLACK` floats more), which keeps its output tiles in registers. Both apply the
+    group's elementwise tail to the output vectors when the schedule takes it as a tile
+    epilogue (then the call writes the group's result, and this returns True). Otherwise the
     innermost loop runs over all output rows at once, contiguous in x and in a flat accumulator:
 
     - acc[n, o, oh * R + ow] += phases[n, c, (kh dh) mod sh, (kw dw) mod sw, oh * R + ow + shift(kh, kw)]
@@ -71,10 +71,12 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
     - out[n, o, oh, ow] = acc[n, o, oh * R + ow].
     """
     if kernel.schedule.depthwise_conv(op):
-        operands = [kernel.materialize(op.x), kernel.materialize(op.w), out]
+        epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
+        operands = [kernel.materialize(op.x), kernel.materialize(op.w), *epilogue_operands, out]
         attributes = (op.get(key) for key in ("strides", "dilations", "padding"))
-        kernel.builder.insert(ukernels.call(depthwise_conv.name([v.type for v in operands], *attributes), operands))
-        return False
+        name = depthwise_conv.name([v.type for v in operands], *attributes, epilogue)
+        kernel.builder.insert(ukernels.call(name, operands))
+        return bool(epilogue)
     if kernel.schedule.direct_conv(op):
         phases, row = _conv_phases(kernel, op, direct_conv.SLACK)
         epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
