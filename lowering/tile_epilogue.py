@@ -9,10 +9,9 @@ relu, the bias per-channel operand 0, is
 
     addAP0.maxS0C00000000
 
-Ops: add, sub, mul, div, max and min (NaN-propagating, as NumPy's maximum and minimum), sqrt
-and sigmoid (1 / (1 + exp(-x)), exp expanded inline as convert-math-to-llvm expands it). Steps
-that read neither `A` nor `R` (a batch norm's sqrt(var + eps)) are computed once per channel
-of the tile.
+Ops: add, sub, mul, div, max and min (NaN-propagating, as NumPy's maximum and minimum) and
+sqrt. Steps that read neither `A` nor `R` (a batch norm's sqrt(var + eps)) are computed once
+per channel of the tile.
 """
 
 from __future__ import annotations
@@ -23,12 +22,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from graphopt.lowering.convert_math_to_llvm import FloatExpression, expand_exp_f32
 from graphopt.lowering.llvm_text import VECTOR_TYPE, LLVMText, broadcast, load
 
 Step = tuple[str, tuple[str, ...]]
 
-ARITY = {"add": 2, "sub": 2, "mul": 2, "div": 2, "max": 2, "min": 2, "sqrt": 1, "sigmoid": 1}
+ARITY = {"add": 2, "sub": 2, "mul": 2, "div": 2, "max": 2, "min": 2, "sqrt": 1}
 """The ops a step may apply, with their operand counts."""
 ACCUMULATOR, RESIDUAL = "A", "R"
 
@@ -93,17 +91,11 @@ def _float_literal(value: float) -> str:
     return f"0x{struct.unpack('<Q', struct.pack('<d', float(np.float32(value))))[0]:016X}"
 
 
-class VectorExpression(FloatExpression):
-    """`FloatExpression`'s builders on <16 x float> values of LLVM IR text (its polynomial and
-    clamp, and the exp expansion written against it, work unchanged)."""
-
-    INT_TYPE = "<16 x i32>"
+class VectorExpression:
+    """<16 x float> arithmetic as LLVM IR text; operands are values or Python numbers (constants)."""
 
     def __init__(self, text: LLVMText):
         self.text = text
-
-    def emit(self, instruction: str) -> str:
-        return self.text.value(instruction)
 
     def constant(self, value: float) -> str:
         return f"splat (float {_float_literal(value)})"
@@ -111,65 +103,14 @@ class VectorExpression(FloatExpression):
     def float_value(self, value: str | float) -> str:
         return value if isinstance(value, str) else self.constant(value)
 
-    def int_value(self, value: str | int) -> str:
-        return value if isinstance(value, str) else f"splat (i32 {value})"
+    def binary(self, instruction: str, a: str | float, b: str | float) -> str:
+        """`fadd`, `fsub`, `fmul` or `fdiv` of a and b."""
+        return self.text.value(f"{instruction} {VECTOR_TYPE} {self.float_value(a)}, {self.float_value(b)}")
 
-    def _binary(self, instruction: str, a, b) -> str:
-        return self.emit(f"{instruction} {VECTOR_TYPE} {self.float_value(a)}, {self.float_value(b)}")
-
-    def add(self, a, b) -> str:
-        return self._binary("fadd", a, b)
-
-    def sub(self, a, b) -> str:
-        return self._binary("fsub", a, b)
-
-    def mul(self, a, b) -> str:
-        return self._binary("fmul", a, b)
-
-    def div(self, a, b) -> str:
-        return self._binary("fdiv", a, b)
-
-    def call(self, intrinsic: str, *operands) -> str:
+    def call(self, intrinsic: str, *operands: str | float) -> str:
         """`@llvm.<intrinsic>.v16f32` on float operands."""
         arguments = ", ".join(f"{VECTOR_TYPE} {self.float_value(o)}" for o in operands)
-        return self.emit(f"call {VECTOR_TYPE} @llvm.{intrinsic}.v16f32({arguments})")
-
-    def fma(self, a, b, c) -> str:
-        return self.call("fma", a, b, c)
-
-    def compare(self, predicate: str, lhs, rhs) -> str:
-        return self.emit(f"fcmp {predicate} {VECTOR_TYPE} {lhs}, {self.float_value(rhs)}")
-
-    def select(self, condition: str, if_true, if_false) -> str:
-        return self.emit(
-            f"select <16 x i1> {condition}, {VECTOR_TYPE} {self.float_value(if_true)}, {VECTOR_TYPE} {self.float_value(if_false)}"
-        )
-
-    def to_bits(self, x: str) -> str:
-        return self.emit(f"bitcast {VECTOR_TYPE} {x} to {self.INT_TYPE}")
-
-    def from_bits(self, bits: str) -> str:
-        return self.emit(f"bitcast {self.INT_TYPE} {bits} to {VECTOR_TYPE}")
-
-    def _integer(self, instruction: str, a, b) -> str:
-        return self.emit(f"{instruction} {self.INT_TYPE} {self.int_value(a)}, {self.int_value(b)}")
-
-    def int_add(self, a, b) -> str:
-        return self._integer("add", a, b)
-
-    def int_sub(self, a, b) -> str:
-        return self._integer("sub", a, b)
-
-    def shift_left(self, a: str, bits: int) -> str:
-        return self._integer("shl", a, bits)
-
-    def shift_right_signed(self, a: str, bits: int) -> str:
-        return self._integer("ashr", a, bits)
-
-    def sigmoid(self, x: str) -> str:
-        """1 / (1 + exp(-x)), as the interpreter computes it."""
-        negated = self.emit(f"fneg {VECTOR_TYPE} {x}")
-        return self.div(1.0, self.add(1.0, expand_exp_f32(self, negated)))
+        return self.text.value(f"call {VECTOR_TYPE} @llvm.{intrinsic}.v16f32({arguments})")
 
 
 class TileEpilogue:
@@ -227,11 +168,6 @@ class TileEpilogue:
         return self.uniform[key]
 
     def _step(self, op: str, arguments: Sequence[str]) -> str:
-        v = self.vectors
         if op in ("add", "sub", "mul", "div"):
-            return getattr(v, op)(*arguments)
-        if op in ("max", "min"):
-            return v.call(f"{op}imum", *arguments)
-        if op == "sqrt":
-            return v.call("sqrt", *arguments)
-        return v.sigmoid(*arguments)
+            return self.vectors.binary(f"f{op}", *arguments)
+        return self.vectors.call(f"{op}imum" if op in ("max", "min") else op, *arguments)
