@@ -26,8 +26,6 @@ from graphopt.lowering.llvm_text import VECTOR_TYPE, LLVMText, broadcast, load
 
 Step = tuple[str, tuple[str, ...]]
 
-ARITY = {"add": 2, "sub": 2, "mul": 2, "div": 2, "max": 2, "min": 2, "sqrt": 1}
-"""The ops a step may apply, with their operand counts."""
 ACCUMULATOR, RESIDUAL = "A", "R"
 
 
@@ -91,28 +89,6 @@ def _float_literal(value: float) -> str:
     return f"0x{struct.unpack('<Q', struct.pack('<d', float(np.float32(value))))[0]:016X}"
 
 
-class VectorExpression:
-    """<16 x float> arithmetic as LLVM IR text; operands are values or Python numbers (constants)."""
-
-    def __init__(self, text: LLVMText):
-        self.text = text
-
-    def constant(self, value: float) -> str:
-        return f"splat (float {_float_literal(value)})"
-
-    def float_value(self, value: str | float) -> str:
-        return value if isinstance(value, str) else self.constant(value)
-
-    def binary(self, instruction: str, a: str | float, b: str | float) -> str:
-        """`fadd`, `fsub`, `fmul` or `fdiv` of a and b."""
-        return self.text.value(f"{instruction} {VECTOR_TYPE} {self.float_value(a)}, {self.float_value(b)}")
-
-    def call(self, intrinsic: str, *operands: str | float) -> str:
-        """`@llvm.<intrinsic>.v16f32` on float operands."""
-        arguments = ", ".join(f"{VECTOR_TYPE} {self.float_value(o)}" for o in operands)
-        return self.text.value(f"call {VECTOR_TYPE} @llvm.{intrinsic}.v16f32({arguments})")
-
-
 class TileEpilogue:
     """Writes `steps` on the output vectors of one register tile, into `text`.
 
@@ -125,7 +101,6 @@ class TileEpilogue:
         self.steps = tuple(steps)
         self.channels = [f"%p{i}" for i in range(per_channel_count(steps))]
         self.residual = "%r" if reads_residual(steps) else None
-        self.vectors = VectorExpression(text)
         self.varying = set()
         """The steps that read the accumulator or the residual (directly or through a step)."""
         for index, (_, operands) in enumerate(self.steps):
@@ -155,7 +130,7 @@ class TileEpilogue:
         if key not in self.uniform:
             kind, number = operand[0], operand[1:]
             if kind == "C":
-                value = self.vectors.constant(struct.unpack("<f", struct.pack("<I", int(number, 16)))[0])
+                value = f"splat (float {_float_literal(struct.unpack('<f', struct.pack('<I', int(number, 16)))[0])})"
             elif kind == "P":
                 pointer = self.text.pointer(self.channels[int(number)], channel)
                 scalar = self.text.value(f"load float, ptr {pointer}, align 4")
@@ -168,6 +143,9 @@ class TileEpilogue:
         return self.uniform[key]
 
     def _step(self, op: str, arguments: Sequence[str]) -> str:
+        """One step on <16 x float> values: an instruction (add, sub, mul, div) or an intrinsic."""
         if op in ("add", "sub", "mul", "div"):
-            return self.vectors.binary(f"f{op}", *arguments)
-        return self.vectors.call(f"{op}imum" if op in ("max", "min") else op, *arguments)
+            return self.text.value(f"f{op} {VECTOR_TYPE} {arguments[0]}, {arguments[1]}")
+        intrinsic = f"{op}imum" if op in ("max", "min") else op
+        typed = ", ".join(f"{VECTOR_TYPE} {a}" for a in arguments)
+        return self.text.value(f"call {VECTOR_TYPE} @llvm.{intrinsic}.v16f32({typed})")
