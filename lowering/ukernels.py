@@ -4,9 +4,10 @@ A kernel calls a ukernel like any function, destination-passing (it writes its l
 argument), on (rows in, data read whole, rows out): the first and last arguments' leading dim
 counts rows (a row chunk of the kernel calls the ukernel on its rows), the middle one is read
 whole. A convolution ukernel with a tile epilogue (`tile_epilogue.py`) takes the epilogue's
-operands between the data and out: per-output-channel values, which a row chunk reads whole,
-and a residual of out's shape, whose rows it slices as out's (`operands`). The lowering declares each callee `func.func private` with `graph.ukernel`; the JIT
-links in the IR that the callee's kind writes from its name and argument types:
+operands between the data and out (`operands`): per-output-channel values, which a row chunk
+reads whole, and a residual of out's shape, whose rows it slices as out's. The lowering
+declares each callee `func.func private` with `graph.ukernel`; the JIT links in the IR that
+the callee's kind writes from its name and argument types:
 
     func.call @graphopt_sgemm_packed_128x768x3072(%a, %b_panels, %out) : (...) -> ()
     func.func private @graphopt_sgemm_packed_128x768x3072(...) attributes {graph.ukernel}
@@ -84,8 +85,8 @@ def channel_units(ukernel_call: func.CallOp) -> tuple[int, int, bool] | None:
     name = ukernel_call.callee.string_value()
     if _kind(name) not in (direct_conv, depthwise_conv):
         return None
-    call_operands = operands(ukernel_call)
-    inputs, weights, out = (v.type.get_shape() for v in (call_operands.first, call_operands.data, call_operands.like_out[-1]))
+    parts = operands(ukernel_call)
+    inputs, weights, out = (v.type.get_shape() for v in (parts.first, parts.data, parts.like_out[-1]))
     if inputs[0] != 1:
         return None
     groups = inputs[1] // weights[1]

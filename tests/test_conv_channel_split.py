@@ -92,8 +92,9 @@ def test_two_threads_match_the_interpreter(monkeypatch, batch, x_shape, w_shape,
         assert all(out[1] == w_shape[0] for out in chunk_outs)
     # the tail in the ukernel's tile, in as many chunks as the conv alone (images of 16-byte multiples)
     assert all("_e" in callee for callee in calls.values())
-    (plain,) = graphopt.compile(conv_block(x_shape, w_shape, strides, padding, groups, "none"), backends=("cpu",), threads=2).steps
-    assert len(step.kernel.chunks) == len(plain.kernel.chunks)
+    plain = conv_block(x_shape, w_shape, strides, padding, groups, "none")
+    (plain_step,) = graphopt.compile(plain, backends=("cpu",), threads=2).steps
+    assert len(step.kernel.chunks) == len(plain_step.kernel.chunks)
 
 
 def test_one_group_chunks_start_at_register_tiles_and_read_all_of_x(monkeypatch):
