@@ -71,7 +71,7 @@ from graphopt.transforms.subgraph import single_op_kernel_name
 from graphopt.transforms.work import group_work
 
 
-LOWERINGS: dict[str, Callable[[Kernel, graph.GraphOp, SSAValue], None]] = {
+LOWERINGS: dict[str, Callable[[Kernel, graph.GraphOp, SSAValue], bool | None]] = {
     **{reduction.name: lower_reduce for reduction in COMBINES},
     "graph.softmax": lower_softmax,
     "graph.log_softmax": lower_softmax,
@@ -81,7 +81,8 @@ LOWERINGS: dict[str, Callable[[Kernel, graph.GraphOp, SSAValue], None]] = {
     "graph.max_pool2d": lower_pool2d,
     "graph.avg_pool2d": lower_pool2d,
 }
-"""Anchor or reduction op name -> lowering that writes its result into the output buffer."""
+"""Anchor or reduction op name -> lowering that writes its result into the output buffer (True:
+it wrote the group's result, its elementwise tail applied as a ukernel's tile epilogue)."""
 
 
 # ----------------------------------------------------------------------------------------
@@ -126,7 +127,8 @@ def _lower_anchored(kernel: Kernel, heavy: Operation) -> None:
         raise Unsupported(
             f"the epilogue of '{heavy.name}' changes its result type {heavy.results[0].type} to {result.type}"
         )
-    LOWERINGS[heavy.name](kernel, heavy, out)
+    if LOWERINGS[heavy.name](kernel, heavy, out):
+        return
     if result is not heavy.results[0]:
         kernel.buffers[heavy.results[0]] = out
         body = kernel.elementwise(shape_of(result), [out])

@@ -20,6 +20,9 @@ those shifted by whole lanes (one more shuffle). The padding costs no copy: a lo
 outside read 0), and an input row outside x multiplies zeros, so that 0 x inf weights give NaN
 as in the interpreter's zero-padded windows. The vectors whose taps all lie inside the row run
 as a loop, the others are written out; the last vector of a row is stored under a mask.
+Since 2026-11-25 a ukernel may apply a tile epilogue (`tile_epilogue.py`) before each store,
+as the direct convolution does: `_e<token>` after the padding in the name, its operands
+between w and out.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import Attribute
 
+from graphopt.lowering import tile_epilogue
 from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, load, store
 
 PREFIX = "graphopt_sconv_depthwise"
@@ -54,23 +58,31 @@ def applies(x_type: Attribute, w_type: Attribute, out_type: Attribute, groups: i
     )
 
 
-def name(types: Sequence[MemRefType], strides: Sequence[int], dilations: Sequence[int], padding: Sequence[int]) -> str:
-    """The ukernel's name for a call on memrefs (x, w, out) with these conv2d attributes."""
+def name(
+    types: Sequence[MemRefType],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    padding: Sequence[int],
+    epilogue: Sequence[tile_epilogue.Step] = (),
+) -> str:
+    """The ukernel's name for a call on memrefs (x, w, epilogue operands..., out) with these
+    conv2d attributes, applying `epilogue` before each store."""
     (sh, sw), (dh, dw), (top, left) = strides, dilations, padding[:2]
     shapes = "_".join("x".join(map(str, t.get_shape())) for t in types)
-    return f"{PREFIX}_s{sh}x{sw}_d{dh}x{dw}_p{top}x{left}_{shapes}"
+    steps = f"_e{tile_epilogue.token(epilogue)}" if epilogue else ""
+    return f"{PREFIX}_s{sh}x{sw}_d{dh}x{dw}_p{top}x{left}{steps}_{shapes}"
 
 
 def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
     """The name of the ukernel `name_` called on memrefs of other sizes (a chunk of its images)."""
-    strides, dilations, padding = _parameters(name_)
-    return name(types, strides, dilations, padding)
+    return name(types, *_parameters(name_))
 
 
-def _parameters(name_: str) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
-    match = re.match(rf"{PREFIX}_s(\d+)x(\d+)_d(\d+)x(\d+)_p(\d+)x(\d+)_", name_)
-    numbers = [int(group) for group in match.groups()]
-    return (numbers[0], numbers[1]), (numbers[2], numbers[3]), (numbers[4], numbers[5])
+def _parameters(name_: str) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int], tuple[tile_epilogue.Step, ...]]:
+    match = re.match(rf"{PREFIX}_s(\d+)x(\d+)_d(\d+)x(\d+)_p(\d+)x(\d+)(?:_e([a-zA-Z0-9.]+))?_", name_)
+    numbers = [int(group) for group in match.groups()[:6]]
+    epilogue = tile_epilogue.parse(match[7]) if match[7] else ()
+    return (numbers[0], numbers[1]), (numbers[2], numbers[3]), (numbers[4], numbers[5]), epilogue
 
 
 def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
@@ -82,8 +94,8 @@ class _Ukernel(LLVMText):
     def __init__(self, name_: str, types: Sequence[MemRefType]):
         super().__init__()
         self.name = name_
-        (self.sh, self.sw), (self.dh, self.dw), (self.top, self.left) = _parameters(name_)
-        x, w, out = (t.get_shape() for t in types)
+        (self.sh, self.sw), (self.dh, self.dw), (self.top, self.left), self.epilogue = _parameters(name_)
+        x, w, out = (types[0].get_shape(), types[1].get_shape(), types[-1].get_shape())
         self.batch, self.channels, self.height, self.width = x
         self.out_channels, _, self.kernel_h, self.kernel_w = w
         _, _, self.out_h, self.out_w = out
@@ -114,7 +126,9 @@ class _Ukernel(LLVMText):
     def _block(self, rows: int, inside: tuple[bool, ...]) -> None:
         """`void block(ptr x, ptr w, ptr out)` for `rows` output rows: x points at the first input
         row the block reads (maybe outside x), w at the channel's weights, out at the first output row."""
-        self.define(f"define internal void {self._block_name(rows, inside)}(ptr %x, ptr %w, ptr %out) {{")
+        parameters = f"ptr %x, ptr %w{tile_epilogue.parameters(self.epilogue)}, ptr %out"
+        self.define(f"define internal void {self._block_name(rows, inside)}({parameters}) {{")
+        self.tile_epilogue = tile_epilogue.TileEpilogue(self, self.epilogue)
         weights = self._weights()
         full = [v for v in range(self.vectors) if self._inside(v)]
         first, last = (full[0], full[-1] + 1) if full else (self.vectors, self.vectors)
@@ -153,8 +167,9 @@ class _Ukernel(LLVMText):
                     sums[r] = total
         for r, total in enumerate(sums):
             column = v if v == 0 else self.value(f"mul i64 {v}, {VECTOR}")
-            out = self.pointer("%out", column if r == 0 else self.value(f"add i64 {column}, {r * self.out_w}"))
-            self.emit(store(total, out, min(VECTOR, self.out_w - like * VECTOR)))
+            offset = column if r == 0 else self.value(f"add i64 {column}, {r * self.out_w}")
+            lanes = min(VECTOR, self.out_w - like * VECTOR)
+            self.emit(store(self.tile_epilogue.apply(total, 0, offset, lanes), self.pointer("%out", offset), lanes))
 
     def _reads(self, r: int, i: int) -> bool:
         """Whether output row r of a block reads its input row i (as some window row kh)."""
@@ -213,7 +228,8 @@ class _Ukernel(LLVMText):
     # --- the ukernel: loops over images, output channels and blocks of rows ---
 
     def _main(self) -> None:
-        self.define(f"define void @{self.name}(ptr noalias %x, ptr noalias %w, ptr noalias %out) {{")
+        epilogue = tile_epilogue.parameters(self.epilogue, "noalias ")
+        self.define(f"define void @{self.name}(ptr noalias %x, ptr noalias %w{epilogue}, ptr noalias %out) {{")
 
         def image(n: str) -> None:
             n_x = self.value(f"mul i64 {n}, {self.channels}")
@@ -238,7 +254,8 @@ class _Ukernel(LLVMText):
                 x_row = self.value(f"mul i64 {oh}, {self.sh * self.width}")
                 x_at = self.pointer(x_c, self.value(f"sub i64 {x_row}, {self.top * self.width}"))
                 out_at = self.pointer(out_o, self.value(f"mul i64 {oh}, {self.out_w}"))
-                self.emit(f"  call void {self._block_name(rows, inside)}(ptr {x_at}, ptr {w_o}, ptr {out_at})")
+                epilogue = tile_epilogue.arguments(self, self.epilogue, o, out_at)
+                self.emit(f"  call void {self._block_name(rows, inside)}(ptr {x_at}, ptr {w_o}{epilogue}, ptr {out_at})")
 
             self.loop(count, block)
 

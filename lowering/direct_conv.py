@@ -24,6 +24,14 @@ speed on 1x1s of 4, 8, 16, 24 and 32 channels, 1.56x on a 3->32 3x3 stem, 1.85-2
 The loop nest stays for non-f32 convs. A grouped conv (w's C is the channels of a group:
 groups = phases' C / w's C) runs each group as a conv of its own: channel tiles stay inside a
 group, and read its input channels.
+
+Since 2026-11-25 a ukernel may apply an epilogue (`tile_epilogue.py`) to each output vector
+before storing it: the name carries its steps after the dilations (`_e<token>`) and the call
+passes its per-channel operands (each [O] values in any shape of O elements) and its residual
+(out's shape) between w and out:
+
+    func.call @graphopt_sconv_direct_r18_d1x1_eaddAP0.maxS0C00000000_1x8x1x1x340_16x8x5x5_16_1x16x14x14(
+        %phases, %w, %bias, %out) : (memref<1x8x1x1x340xf32>, memref<16x8x5x5xf32>, memref<16xf32>, memref<1x16x14x14xf32>) -> ()
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from collections.abc import Callable, Sequence
 from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import Attribute
 
+from graphopt.lowering import tile_epilogue
 from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, load, store
 
 OUT_CHANNELS = 8
@@ -52,21 +61,25 @@ def applies(x_type: Attribute, w_type: Attribute, out_type: Attribute) -> bool:
     return all(t.get_element_type() == f32 for t in (x_type, w_type, out_type))
 
 
-def name(types: Sequence[MemRefType], row: int, dilations: Sequence[int]) -> str:
-    """The ukernel's name for a call on memrefs (phases, w, out) with rows of `row` floats."""
+def name(
+    types: Sequence[MemRefType], row: int, dilations: Sequence[int], epilogue: Sequence[tile_epilogue.Step] = ()
+) -> str:
+    """The ukernel's name for a call on memrefs (phases, w, epilogue operands..., out) with rows
+    of `row` floats, applying `epilogue` before each store."""
     shapes = "_".join("x".join(map(str, t.get_shape())) for t in types)
-    return f"{PREFIX}_r{row}_d{dilations[0]}x{dilations[1]}_{shapes}"
+    steps = f"_e{tile_epilogue.token(epilogue)}" if epilogue else ""
+    return f"{PREFIX}_r{row}_d{dilations[0]}x{dilations[1]}{steps}_{shapes}"
 
 
 def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
     """The name of the ukernel `name_` called on memrefs of other sizes (a chunk of its images)."""
-    row, dilations = _parameters(name_)
-    return name(types, row, dilations)
+    return name(types, *_parameters(name_))
 
 
-def _parameters(name_: str) -> tuple[int, tuple[int, int]]:
-    match = re.match(rf"{PREFIX}_r(\d+)_d(\d+)x(\d+)_", name_)
-    return int(match[1]), (int(match[2]), int(match[3]))
+def _parameters(name_: str) -> tuple[int, tuple[int, int], tuple[tile_epilogue.Step, ...]]:
+    """The row length, the dilations and the epilogue steps in a ukernel's name."""
+    match = re.match(rf"{PREFIX}_r(\d+)_d(\d+)x(\d+)(?:_e([a-zA-Z0-9.]+))?_", name_)
+    return int(match[1]), (int(match[2]), int(match[3])), tile_epilogue.parse(match[4]) if match[4] else ()
 
 
 def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
@@ -78,8 +91,8 @@ class _Ukernel(LLVMText):
     def __init__(self, name_: str, types: Sequence[MemRefType]):
         super().__init__()
         self.name = name_
-        self.row, (self.dh, self.dw) = _parameters(name_)
-        phases, w, out = (t.get_shape() for t in types)
+        self.row, (self.dh, self.dw), self.epilogue = _parameters(name_)
+        phases, w, out = (types[0].get_shape(), types[1].get_shape(), types[-1].get_shape())
         self.batch, in_channels, self.sh, self.sw, self.length = phases
         self.out_channels, self.channels, self.kernel_h, self.kernel_w = w  # channels of a group
         self.conv_groups = in_channels // self.channels
@@ -106,7 +119,8 @@ class _Ukernel(LLVMText):
         slots = [(r, v) for r in range(rows) for v in range(vectors)]
         window = self.kernel_h * self.kernel_w
         e = self.emit
-        self.define(f"define internal void {self._tile_name(ocs, rows, vectors, lanes)}(ptr %x, ptr %w, ptr %out) {{")
+        parameters = f"ptr %x, ptr %w{tile_epilogue.parameters(self.epilogue)}, ptr %out"
+        self.define(f"define internal void {self._tile_name(ocs, rows, vectors, lanes)}({parameters}) {{")
         e("  br label %loop")
         e("loop:")
         e("  %c = phi i64 [0, %entry], [%c.next, %loop]")
@@ -142,17 +156,22 @@ class _Ukernel(LLVMText):
         e(f"  %c.done = icmp eq i64 %c.next, {self.channels}")
         e("  br i1 %c.done, label %exit, label %loop")
         e("exit:")
+        epilogue = tile_epilogue.TileEpilogue(self, self.epilogue)
         for (o, s), total in sums.items():
             r, v = slots[s]
+            offset, valid = o * self.out_h * self.out_w + r * self.out_w + v * VECTOR, lanes if v == vectors - 1 else VECTOR
+            result = epilogue.apply(total, o, offset, valid)
             pointer = f"%out.{o}.{s}"
-            e(f"  {pointer} = getelementptr float, ptr %out, i64 {o * self.out_h * self.out_w + r * self.out_w + v * VECTOR}")
-            e(store(total, pointer, lanes if v == vectors - 1 else VECTOR))
+            e(f"  {pointer} = getelementptr float, ptr %out, i64 {offset}")
+            e(store(result, pointer, valid))
         self.end()
+
 
     # --- the ukernel: loops over images, groups, channel tiles, row tiles and column groups ---
 
     def _main(self) -> None:
-        self.define(f"define void @{self.name}(ptr noalias %x, ptr noalias %w, ptr noalias %out) {{")
+        epilogue = tile_epilogue.parameters(self.epilogue, "noalias ")
+        self.define(f"define void @{self.name}(ptr noalias %x, ptr noalias %w{epilogue}, ptr noalias %out) {{")
         window = self.kernel_h * self.kernel_w
 
         def image(n: str) -> None:
@@ -182,7 +201,9 @@ class _Ukernel(LLVMText):
                         column = self.value(f"mul i64 {g}, {self.group * VECTOR}")
                         tile = (ocs, rows, vectors, lanes)
                         self.tiles.add(tile)
-                        arguments = f"ptr {self.pointer(x_r, column)}, ptr {w_o}, ptr {self.pointer(out_r, column)}"
+                        out_tile = self.pointer(out_r, column)
+                        epilogue = tile_epilogue.arguments(self, self.epilogue, o, out_tile)
+                        arguments = f"ptr {self.pointer(x_r, column)}, ptr {w_o}{epilogue}, ptr {out_tile}"
                         self.emit(f"  call void {self._tile_name(*tile)}({arguments})")
 
                     self.loop(self.groups - 1, lambda g: column_group(g, self.group, VECTOR))

@@ -19,6 +19,9 @@ INTRINSICS = (
     f"declare {VECTOR_TYPE} @llvm.fma.v16f32({VECTOR_TYPE}, {VECTOR_TYPE}, {VECTOR_TYPE})",
     f"declare {VECTOR_TYPE} @llvm.masked.load.v16f32.p0(ptr, i32, <16 x i1>, {VECTOR_TYPE})",
     f"declare void @llvm.masked.store.v16f32.p0({VECTOR_TYPE}, ptr, i32, <16 x i1>)",
+    f"declare {VECTOR_TYPE} @llvm.maximum.v16f32({VECTOR_TYPE}, {VECTOR_TYPE})",
+    f"declare {VECTOR_TYPE} @llvm.minimum.v16f32({VECTOR_TYPE}, {VECTOR_TYPE})",
+    f"declare {VECTOR_TYPE} @llvm.sqrt.v16f32({VECTOR_TYPE})",
 )
 """Declarations of the intrinsics the ukernels call."""
 

@@ -16,9 +16,9 @@ shrink to the slice.
 
 Row-local softmax/layer_norm (per-row statistics in a row-sized temporary), matmul looping
 (m, k, n) or blocked (mb, nb, kb, mi, ki, ni), ukernel calls (`ukernels.py`: rows of their
-first and last arguments, all of the middle one; a chunk calls the ukernel for its rows) and
-elementwise kernels split; reductions over d0, gathers and reads at computed indices
-(`memref.load`, `linalg.index` of d0) do not.
+first argument, out and a tile epilogue's residual, all of the others; a chunk calls the
+ukernel for its rows) and elementwise kernels split; reductions over d0, gathers and reads at
+computed indices (`memref.load`, `linalg.index` of d0) do not.
 
 A convolution of one image has one row: `channel_split` runs it by blocks of its output
 channels instead (see there), through the same chunks: a buffer's rows are those of its leading
@@ -75,11 +75,11 @@ def row_split(kernel: func.FuncOp) -> RowSplit | None:
     sliced: set[SSAValue] = set()
     whole: set[SSAValue] = set()
     extents: set[int] = set()
-    for call in calls:  # a ukernel (`ukernels.py`): rows out from rows in, the middle argument whole
-        rows_in, data, rows_out = call.arguments
-        extents.add(rows_out.type.get_shape()[0])
-        sliced.update((rows_in, rows_out))
-        whole.add(data)
+    for call in calls:
+        call_sliced, call_whole = _call_slices(call, by_channels=False, first_sliced=True)
+        extents.add(call.arguments[-1].type.get_shape()[0])
+        sliced |= call_sliced
+        whole |= call_whole
     for generic in generics:
         if generic.iterator_types.data[0].data.value != "parallel" or not _reads_rows_only(generic):
             return None
@@ -153,9 +153,8 @@ def channel_split(kernel: func.FuncOp) -> RowSplit | None:
     if channels is None or channels[0] < 2:
         return None
     units, unit_granule, first_sliced = channels
-    first, weights, out = calls[0].arguments
-    sliced: set[SSAValue] = {weights, out, first} if first_sliced else {weights, out}
-    whole: set[SSAValue] = set() if first_sliced else {first}
+    sliced, whole = _call_slices(calls[0], by_channels=True, first_sliced=first_sliced)
+    out = calls[0].arguments[-1]
     pending = [op for op in block.ops if isinstance(op, GenericOp)]
     while pending:  # from the call outwards: each loop nest placed by a buffer already placed
         for generic in pending:
@@ -178,6 +177,19 @@ def channel_split(kernel: func.FuncOp) -> RowSplit | None:
     )
     granule = math.lcm(unit_granule, *(CHUNK_ALIGNMENT // math.gcd(b, CHUNK_ALIGNMENT) for b in row_bytes))
     return RowSplit(units, row_bytes, granule, frozenset(v for v in sliced if v not in args))
+
+
+def _call_slices(call: func.CallOp, by_channels: bool, first_sliced: bool) -> tuple[set[SSAValue], set[SSAValue]]:
+    """The operands of a ukernel call (`ukernels.operands`) that a chunk slices, and those it
+    reads whole. Out and the epilogue's residual are sliced in every split; by rows (images)
+    the first operand is sliced too, the weights and per-channel values read whole; by output
+    channels the weights and per-channel values are sliced too, the first operand when
+    `first_sliced` (a grouped conv's input channels)."""
+    parts = ukernels.operands(call)
+    sliced = set(parts.like_out) | ({parts.first} if first_sliced else set())
+    if by_channels:
+        sliced |= {parts.data, *parts.per_channel}
+    return sliced, set(call.arguments) - sliced
 
 
 def _place_channel_loop(generic: GenericOp, sliced: set[SSAValue], whole: set[SSAValue]) -> bool | None:

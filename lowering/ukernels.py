@@ -3,8 +3,11 @@
 A kernel calls a ukernel like any function, destination-passing (it writes its last
 argument), on (rows in, data read whole, rows out): the first and last arguments' leading dim
 counts rows (a row chunk of the kernel calls the ukernel on its rows), the middle one is read
-whole. The lowering declares each callee `func.func private` with `graph.ukernel`; the JIT
-links in the IR that the callee's kind writes from its name and argument types:
+whole. A convolution ukernel with a tile epilogue (`tile_epilogue.py`) takes the epilogue's
+operands between the data and out (`operands`): per-output-channel values, which a row chunk
+reads whole, and a residual of out's shape, whose rows it slices as out's. The lowering
+declares each callee `func.func private` with `graph.ukernel`; the JIT links in the IR that
+the callee's kind writes from its name and argument types:
 
     func.call @graphopt_sgemm_packed_128x768x3072(%a, %b_panels, %out) : (...) -> ()
     func.func private @graphopt_sgemm_packed_128x768x3072(...) attributes {graph.ukernel}
@@ -17,12 +20,14 @@ A convolution of one image has one row; it runs by blocks of output channels ins
 
     func.call @graphopt_sconv_direct_r8_d1x1_1x8x1x1x90_8x8x3x3_1x8x7x6(%phases, %w_chunk, %out_chunk)
 
-with all of a one-group conv's input (phases) and the chunk's groups of a grouped one.
+with all of a one-group conv's input (phases) and the chunk's groups of a grouped one, and the
+chunk's channels of the epilogue's per-channel values and residual.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, UnitAttr
@@ -46,6 +51,27 @@ def chunk_call(ukernel_call: func.CallOp, operands: Sequence[SSAValue]) -> func.
     return call(_kind(name).chunk_name(name, [v.type for v in operands]), operands)
 
 
+class CallOperands(NamedTuple):
+    """A ukernel call's operands by the part they play."""
+
+    first: SSAValue
+    """a, x or x's stride phases."""
+    data: SSAValue
+    """b's panels or the conv's weights."""
+    per_channel: tuple[SSAValue, ...]
+    """The tile epilogue's operands of one value per output channel."""
+    like_out: tuple[SSAValue, ...]
+    """The tile epilogue's residual, if it reads one, then out: buffers of out's shape."""
+
+
+def operands(ukernel_call: func.CallOp) -> CallOperands:
+    """`ukernel_call`'s operands by part. The epilogue's residual is its operand of out's type
+    (a per-channel value of out's shape is a residual to `linalg/epilogue.py` too)."""
+    first, data, *epilogue, out = ukernel_call.arguments
+    residual = tuple(v for v in epilogue if v.type == out.type)
+    return CallOperands(first, data, tuple(v for v in epilogue if v not in residual), (*residual, out))
+
+
 def channel_units(ukernel_call: func.CallOp) -> tuple[int, int, bool] | None:
     """How a convolution ukernel's call on one image splits by output channels: (units, the
     fewest units a chunk starts at a multiple of, whether its first argument splits with
@@ -59,7 +85,8 @@ def channel_units(ukernel_call: func.CallOp) -> tuple[int, int, bool] | None:
     name = ukernel_call.callee.string_value()
     if _kind(name) not in (direct_conv, depthwise_conv):
         return None
-    inputs, weights, out = (v.type.get_shape() for v in ukernel_call.arguments)
+    parts = operands(ukernel_call)
+    inputs, weights, out = (v.type.get_shape() for v in (parts.first, parts.data, parts.like_out[-1]))
     if inputs[0] != 1:
         return None
     groups = inputs[1] // weights[1]

@@ -20,11 +20,14 @@ from graphopt.lowering.pipelines import CPU
 
 def conv_block(x_shape, w_shape, strides=(1, 1), padding=(0, 0, 0, 0), groups=1, epilogue="bias"):
     """@main(x[, residual]) = conv2d(x, w) + bias, then relu ("bias_relu"), clip to [0, 6]
-    ("bias_relu6") or + residual and relu ("residual_relu"); w and bias constants."""
+    ("bias_relu6") or + residual and relu ("residual_relu"); w and bias constants; the conv
+    alone ("none")."""
     g = GraphBuilder()
     x = g.input("x", x_shape)
     w = g.constant(sample(w_shape, seed=1, specials=False))
     y = g.conv2d(x, w, strides=strides, padding=padding, groups=groups)
+    if epilogue == "none":
+        return g.finish(y)
     y = g.add(y, g.constant(sample((w_shape[0], 1, 1), seed=2, specials=False)))
     if epilogue == "bias_relu":
         y = g.relu(y)
@@ -87,17 +90,23 @@ def test_two_threads_match_the_interpreter(monkeypatch, batch, x_shape, w_shape,
         assert all(out[0] == 1 for out in chunk_outs) and sum(out[1] for out in chunk_outs) == w_shape[0]
     else:  # images of all output channels (chunks of 2 and 1 where images keep 16-byte alignment)
         assert all(out[1] == w_shape[0] for out in chunk_outs)
+    # the tail in the ukernel's tile, in as many chunks as the conv alone (images of 16-byte multiples)
+    assert all("_e" in callee for callee in calls.values())
+    plain = conv_block(x_shape, w_shape, strides, padding, groups, "none")
+    (plain_step,) = graphopt.compile(plain, backends=("cpu",), threads=2).steps
+    assert len(step.kernel.chunks) == len(plain_step.kernel.chunks)
 
 
 def test_one_group_chunks_start_at_register_tiles_and_read_all_of_x(monkeypatch):
     """Output channels 0-15 and 16-20 (chunks start at multiples of direct_conv.OUT_CHANNELS),
-    each chunk copying all of x into its phases."""
+    each chunk copying all of x into its phases and adding its channels' bias in the tile."""
     module = conv_block((1, 5, 12, 10), (21, 5, 3, 3), padding=(1, 1, 1, 1))
     executable, calls = compiled_calls(monkeypatch, module, sample((1, 5, 12, 10), specials=False))
     (step,) = executable.steps
     assert [begin for _, begin in step.kernel.chunks] == [0, 2 * direct_conv.OUT_CHANNELS]
     # padded rows of R = 12 floats; phases of max(12 * 12 + (2 * 12 + 2), 14 * 12) + 16 = 186 floats
-    ukernel = "graphopt_sconv_direct_r12_d1x1_1x5x1x1x186_{0}x5x3x3_1x{0}x12x10".format
+    # the bias, in the tile epilogue, sliced by channel as w and out
+    ukernel = "graphopt_sconv_direct_r12_d1x1_eaddAP0_1x5x1x1x186_{0}x5x3x3_{0}x1x1_1x{0}x12x10".format
     assert calls == {
         "fused_conv2d_add_0": ukernel(21),
         "fused_conv2d_add_0_rows16": ukernel(16),

@@ -259,7 +259,7 @@ def test_f32_convs_not_depthwise_are_ukernels():
 
 def test_row_chunks_call_the_ukernel_for_their_images(monkeypatch):
     """At 2 threads the kernel runs as row chunks of its 5 images (3 and 2), each chunk calling
-    the ukernel for its images."""
+    the ukernel for its images, with the bias (the tile epilogue's P0) read whole."""
     jitted = []
     compile_module = cpu.compile_module
     monkeypatch.setattr(
@@ -276,7 +276,7 @@ def test_row_chunks_call_the_ukernel_for_their_images(monkeypatch):
     # padded rows of R = 14 floats; phases of max(OH * R + reach, 13 * R) + SLACK =
     # max(12 * 14 + (2 * 14 + 2), 13 * 14) + 16 = 214 floats
     ukernel = (
-        "graphopt_sconv_direct_r14_d1x1_{0}x16x1x1x214_8x16x3x3_{0}x8x12x12".format
+        "graphopt_sconv_direct_r14_d1x1_eaddAP0_{0}x16x1x1x214_8x16x3x3_8x1x1_{0}x8x12x12".format
     )
     (jitted_module,) = jitted
     calls = {

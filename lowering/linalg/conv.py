@@ -50,7 +50,7 @@ registers and each load of x feeds 4 FMAs. 3x3, 5x5 and 7x7 convs ran 1.2-2x fas
 1 or 2 channels, and faster than with 8 (whose weights no longer fit in registers)."""
 
 
-def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> None:
+def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
     """out[n, o, oh, ow] = sum over c, kh, kw of x[n, group(o) * C/groups + c, row, column] * w[o, c, kh, kw].
 
     `phases` holds x, zero-padded, split by the strides (sh, sw) into phases (a, b), each a
@@ -59,7 +59,9 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> None:
     depthwise conv (one input channel per group, `depthwise_conv.applies`) calls the depthwise
     ukernel on x itself, with no copy; an f32 conv whose window is deep enough for a group
     (`direct_conv.applies`) calls the direct convolution ukernel on the phases (with
-    `direct_conv.SLACK` floats more), which keeps its output tiles in registers. Otherwise the
+    `direct_conv.SLACK` floats more), which keeps its output tiles in registers. Both apply the
+    group's elementwise tail to the output vectors when the schedule takes it as a tile
+    epilogue (then the call writes the group's result, and this returns True). Otherwise the
     innermost loop runs over all output rows at once, contiguous in x and in a flat accumulator:
 
     - acc[n, o, oh * R + ow] += phases[n, c, (kh dh) mod sh, (kw dw) mod sw, oh * R + ow + shift(kh, kw)]
@@ -69,16 +71,19 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> None:
     - out[n, o, oh, ow] = acc[n, o, oh * R + ow].
     """
     if kernel.schedule.depthwise_conv(op):
-        operands = [kernel.materialize(op.x), kernel.materialize(op.w), out]
+        epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
+        operands = [kernel.materialize(op.x), kernel.materialize(op.w), *epilogue_operands, out]
         attributes = (op.get(key) for key in ("strides", "dilations", "padding"))
-        kernel.builder.insert(ukernels.call(depthwise_conv.name([v.type for v in operands], *attributes), operands))
-        return
+        name = depthwise_conv.name([v.type for v in operands], *attributes, epilogue)
+        kernel.builder.insert(ukernels.call(name, operands))
+        return bool(epilogue)
     if kernel.schedule.direct_conv(op):
         phases, row = _conv_phases(kernel, op, direct_conv.SLACK)
-        operands = [phases, kernel.materialize(op.w), out]
-        name = direct_conv.name([v.type for v in operands], row, op.get("dilations"))
+        epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
+        operands = [phases, kernel.materialize(op.w), *epilogue_operands, out]
+        name = direct_conv.name([v.type for v in operands], row, op.get("dilations"), epilogue)
         kernel.builder.insert(ukernels.call(name, operands))
-        return
+        return bool(epilogue)
     batch, channels, out_h, out_w = shape_of(op.result)
     _, group_channels, kernel_h, kernel_w = shape_of(op.w)
     (sh, sw), (dh, dw) = op.get("strides"), op.get("dilations")
@@ -109,6 +114,7 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> None:
     n, o, oh, ow = body.dims
     position = (o, AffineExpr.constant(0)) if block == 1 else (o // block, o % block)
     body.finish([body.read(acc, (n, *position, oh * row + ow))])
+    return False
 
 
 def _conv_phases(kernel: Kernel, op: graph.Conv2dOp, slack: int = 0) -> tuple[SSAValue, int]:

@@ -12,10 +12,14 @@ from xdsl.dialects import arith
 from xdsl.ir import Operation
 
 from graphopt.dialects import graph
-from graphopt.lowering import depthwise_conv, direct_conv, packed_gemm
+from graphopt.lowering import depthwise_conv, direct_conv, packed_gemm, tile_epilogue
+from graphopt.lowering.linalg.epilogue import tile_epilogue_of
 
 if TYPE_CHECKING:
+    from xdsl.ir import SSAValue
+
     from graphopt.lowering.linalg.abi import Group
+    from graphopt.lowering.linalg.loop_body import Kernel
 
 
 def packed_matmuls(group: Group) -> dict[graph.MatmulOp, None]:
@@ -56,6 +60,13 @@ class PlainSchedule:
         """Whether the conv calls the depthwise convolution ukernel."""
         return False
 
+    def tile_epilogue(
+        self, kernel: Kernel, anchor: Operation
+    ) -> tuple[tuple[tile_epilogue.Step, ...], list[SSAValue]] | None:
+        """The group's elementwise tail as the epilogue of the ukernel that `anchor` calls, with
+        its operand buffers (`linalg/epilogue.py`), or None: the tail stays a loop nest."""
+        return None
+
     def softmax_row_max(self) -> type[Operation]:
         """The op that combines a softmax's row max."""
         return arith.MaximumfOp
@@ -94,6 +105,9 @@ class CpuSchedule(PlainSchedule):
 
     def depthwise_conv(self, op: graph.Conv2dOp) -> bool:
         return depthwise_conv.applies(op.x.type, op.w.type, op.result.type, op.get("groups"), op.get("strides"))
+
+    def tile_epilogue(self, kernel: Kernel, anchor: Operation):
+        return tile_epilogue_of(kernel, anchor)
 
     def softmax_row_max(self) -> type[Operation]:
         """`maxnumf`: the max only shifts exp's argument, and maxnumf skips NaN and vectorizes

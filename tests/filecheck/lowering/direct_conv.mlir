@@ -10,16 +10,31 @@
 // (3 - 1) * 2 // 1 = 4 columns past an output's first tap: 12 floats. A phase holds
 // max(OH * R + reach, ceil((7 + 1) / 2) * R) + SLACK = max(32 + 12, 32) + 16 = 60 floats (SLACK:
 // a row's last vector of 16 reads up to 15 floats past its last output column).
+// The add of a per-channel bias is the ukernel's tile epilogue (`_eaddAP0`: the accumulator
+// plus per-channel operand 0, the bias, passed before out); nothing runs after the call.
 // CHECK-LABEL: func.func @fused_conv2d_add_0(%0: memref<1x8x7x6xf32>, %1: memref<4x8x3x3xf32>, %2: memref<4x1x1xf32>, %3: memref<1x4x4x4xf32>)
 // CHECK-NEXT:    %[[PHASES:.*]] = memref.alloc() : memref<1x8x2x1x60xf32>
-// CHECK:         func.call @graphopt_sconv_direct_r8_d1x2_1x8x2x1x60_4x8x3x3_1x4x4x4(%[[PHASES]], %1, %3) : (memref<1x8x2x1x60xf32>, memref<4x8x3x3xf32>, memref<1x4x4x4xf32>) -> ()
-// CHECK:         linalg.generic
-// CHECK:           arith.addf
+// CHECK:         func.call @graphopt_sconv_direct_r8_d1x2_eaddAP0_1x8x2x1x60_4x8x3x3_4x1x1_1x4x4x4(%[[PHASES]], %1, %2, %3) : (memref<1x8x2x1x60xf32>, memref<4x8x3x3xf32>, memref<4x1x1xf32>, memref<1x4x4x4xf32>) -> ()
+// CHECK-NOT:     linalg.generic
 // CHECK:         func.return
-// CHECK:       func.func private @graphopt_sconv_direct_r8_d1x2_1x8x2x1x60_4x8x3x3_1x4x4x4(memref<1x8x2x1x60xf32>, memref<4x8x3x3xf32>, memref<1x4x4x4xf32>) -> () attributes {graph.ukernel}
+// CHECK:       func.func private @graphopt_sconv_direct_r8_d1x2_eaddAP0_1x8x2x1x60_4x8x3x3_4x1x1_1x4x4x4(memref<1x8x2x1x60xf32>, memref<4x8x3x3xf32>, memref<4x1x1xf32>, memref<1x4x4x4xf32>) -> () attributes {graph.ukernel}
 func.func @main(%x: tensor<1x8x7x6xf32>, %w: tensor<4x8x3x3xf32>, %b: tensor<4x1x1xf32>) -> tensor<1x4x4x4xf32> {
   %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 1>, dilations = array<i64: 1, 2>} : (tensor<1x8x7x6xf32>, tensor<4x8x3x3xf32>) -> tensor<1x4x4x4xf32>
   %1 = graph.add %0, %b : (tensor<1x4x4x4xf32>, tensor<4x1x1xf32>) -> tensor<1x4x4x4xf32>
+  func.return %1 : tensor<1x4x4x4xf32>
+}
+
+// -----
+
+// A tail that is not an epilogue (exp) runs as a loop nest over the stored conv result.
+// CHECK-LABEL: func.func @fused_conv2d_exp_0
+// CHECK:         func.call @graphopt_sconv_direct_r6_d1x1_1x7x1x1x{{[0-9]+}}_4x7x3x3_1x4x4x4(
+// CHECK:         linalg.generic
+// CHECK:           math.exp
+// CHECK:         func.return
+func.func @main(%x: tensor<1x7x6x6xf32>, %w: tensor<4x7x3x3xf32>) -> tensor<1x4x4x4xf32> {
+  %0 = graph.conv2d %x, %w : (tensor<1x7x6x6xf32>, tensor<4x7x3x3xf32>) -> tensor<1x4x4x4xf32>
+  %1 = graph.exp %0 : tensor<1x4x4x4xf32>
   func.return %1 : tensor<1x4x4x4xf32>
 }
 

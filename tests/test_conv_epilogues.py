@@ -1,0 +1,152 @@
+"""The direct and depthwise conv ukernels' tile epilogues (bias, batch norm, relu, clip, SiLU, hardswish,
+residual add), compiled on the cpu backend, against the interpreter; NaN and inf included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_direct_conv import check_compiled
+from test_graph_to_linalg import sample
+from test_packed_gemm import kernels
+from xdsl.dialects import func
+
+from graphopt.builder import GraphBuilder
+from graphopt.lowering import depthwise_conv, direct_conv, tile_epilogue
+from graphopt.lowering.pipelines import CPU
+
+CHANNELS = 19
+"""Output channels: two full tiles of 8 and a partial one."""
+
+
+def bias(g: GraphBuilder, y, shape=(CHANNELS, 1, 1)):
+    values = sample(shape, seed=3, specials=False)
+    values.reshape(-1)[:2] = [np.nan, -np.inf]  # whole channels NaN and -inf
+    return g.add(y, g.constant(values))
+
+
+def batch_norm(g: GraphBuilder, y):
+    scale, shift, mean = (sample((CHANNELS,), seed=s, specials=False) for s in (4, 5, 6))
+    var = np.abs(sample((CHANNELS,), seed=7, specials=False)) + 0.1
+    return g.batch_norm(y, *(g.constant(v) for v in (scale, shift, mean, var)), epsilon=1e-5)
+
+
+def hardswish(g: GraphBuilder, y):
+    """x * clip(x / 6 + 1/2, 0, 1), as the ONNX importer writes HardSwish."""
+    gate = g.add(g.mul(y, g.constant(np.float32(1 / 6))), g.constant(np.float32(0.5)))
+    return g.mul(y, g.clip(gate, min=0.0, max=1.0))
+
+
+def silu(g: GraphBuilder, y):
+    return g.mul(y, g.sigmoid(y))
+
+
+TAILS = {
+    "bias relu": lambda g, y, r: g.relu(bias(g, y)),
+    "batch_norm relu": lambda g, y, r: g.relu(batch_norm(g, y)),
+    "batch_norm relu6": lambda g, y, r: g.clip(batch_norm(g, y), min=0.0, max=6.0),
+    "batch_norm hardswish": lambda g, y, r: hardswish(g, batch_norm(g, y)),
+    "batch_norm residual relu": lambda g, y, r: g.relu(g.add(batch_norm(g, y), r)),
+    "residual first": lambda g, y, r: g.sub(r, g.mul(y, bias(g, y, (1, CHANNELS, 1, 1)))),
+    "bias input and computed scale": lambda g, y, r: g.mul(
+        g.add(y, g.input("b", (CHANNELS, 1, 1))), g.exp(g.constant(sample((1, CHANNELS, 1, 1), seed=9, specials=False)))
+    ),
+}
+
+
+def conv_module(tail, x_shape=(1, 5, 9, 11), strides=(1, 1), residual_shape=None, depthwise=False):
+    """@main(x, r) = tail(conv2d(x, w), r), with a 3x3 window and w a constant (`depthwise`:
+    one input channel per group, x with CHANNELS channels)."""
+    g = GraphBuilder()
+    if depthwise:
+        x_shape = (x_shape[0], CHANNELS, *x_shape[2:])
+    x = g.input("x", x_shape)
+    w = g.constant(sample((CHANNELS, 1 if depthwise else x_shape[1], 3, 3), seed=1, specials=False))
+    groups = CHANNELS if depthwise else 1
+    y = g.conv2d(x, w, strides=strides, dilations=(1, 1), padding=(1, 1, 1, 1), groups=groups)
+    out_shape = [s.data for s in y.type.shape]
+    r = g.input("r", residual_shape or out_shape)
+    return g.finish(tail(g, y, r)), out_shape
+
+
+def inputs(module):
+    """x with a NaN, an inf and a -inf, then the other arguments (NaN, inf, -inf, signed zeros first)."""
+    shapes = [t.get_shape() for t in module.body.block.first_op.function_type.inputs.data]
+    x = sample(shapes[0], specials=False)
+    x.reshape(-1)[[0, 20, 50]] = [np.nan, np.inf, -np.inf]
+    return x, *(sample(shape, seed=2 + i) for i, shape in enumerate(shapes[1:]))
+
+
+def epilogue_of(module) -> str:
+    """The token of the epilogue that the module's one conv ukernel call applies ('' for none)."""
+    (name,) = [op.callee.string_value() for kernel in kernels(module) for op in kernel.walk() if isinstance(op, func.CallOp)]
+    kind = depthwise_conv if name.startswith(depthwise_conv.PREFIX) else direct_conv
+    return tile_epilogue.token(kind._parameters(name)[-1])
+
+
+@pytest.mark.parametrize("tail", TAILS)
+@pytest.mark.parametrize("depthwise", [False, True], ids=["direct", "depthwise"])
+def test_tails_run_in_the_ukernel_and_match_interpreter(tail, depthwise):
+    module, _ = conv_module(TAILS[tail], depthwise=depthwise)
+    assert epilogue_of(module), "the tail should be the ukernel's epilogue"
+    check_compiled(module, *inputs(module))
+
+
+@pytest.mark.parametrize("depthwise", [False, True], ids=["direct", "depthwise"])
+def test_relu_and_clip_keep_nan_exactly(depthwise):
+    """relu(NaN) and clip(NaN) are NaN, as in NumPy; -inf becomes 0 and +inf 6."""
+    tail = lambda g, y, r: g.clip(g.relu(g.add(y, r)), min=-1.0, max=6.0)
+    module, out_shape = conv_module(tail, depthwise=depthwise)
+    assert epilogue_of(module) == "addAR.maxS0C00000000.maxS1Cbf800000.minS2C40c00000"
+    x = np.zeros((1, CHANNELS if depthwise else 5, 9, 11), np.float32)
+    r = np.zeros(out_shape, np.float32)
+    r.reshape(-1)[:4] = [np.nan, np.inf, -np.inf, -0.0]
+    (out,) = check_compiled(module, x, r)(x, r)
+    assert np.isnan(out.reshape(-1)[0]) and list(out.reshape(-1)[1:3]) == [6.0, 0.0]
+
+
+@pytest.mark.parametrize("depthwise", [False, True], ids=["direct", "depthwise"])
+def test_strided_and_batch_norm_with_residual_at_two_threads(depthwise):
+    tail = TAILS["batch_norm residual relu"]
+    module, _ = conv_module(tail, x_shape=(1, 6, 33, 40), strides=(2, 2), depthwise=depthwise)
+    assert "R" in epilogue_of(module)
+    check_compiled(module, *inputs(module), threads=2)
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        lambda g, y, r: g.add(g.exp(y), r),  # exp is not an epilogue op
+        lambda g, y, r: silu(g, bias(g, y)),  # neither is sigmoid
+        lambda g, y, r: g.add(y, r),  # r broadcast along rows, not channels
+        lambda g, y, r: g.relu(g.add(y, g.constant(sample((1, 1, 9, 1), seed=8, specials=False)))),
+    ],
+    ids=["exp", "silu", "row broadcast input", "row broadcast constant"],
+)
+def test_tails_that_are_not_epilogues_stay_loop_nests(tail):
+    module, _ = conv_module(tail, residual_shape=(1, 1, 9, 1))
+    assert epilogue_of(module) == ""
+    check_compiled(module, *inputs(module))
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+@pytest.mark.parametrize("tail", ["batch_norm residual relu", "residual first", "bias input and computed scale"])
+@pytest.mark.parametrize("depthwise", [False, True], ids=["direct", "depthwise"])
+def test_tile_epilogues_split_across_two_threads(monkeypatch, batch, tail, depthwise):
+    """A call with epilogue operands splits like one without: three images by images (the
+    per-channel operands read whole, the residual sliced as out), one image by its 19 output
+    channels (the per-channel operands and the residual sliced as out). Rows of 12 columns keep
+    each image a multiple of 16 bytes, so one image can be a chunk."""
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    module, _ = conv_module(TAILS[tail], x_shape=(batch, 5, 9, 12), depthwise=depthwise)
+    assert epilogue_of(module)
+    steps = check_compiled(module, *inputs(module), threads=2).steps
+    assert next(step for step in steps if "conv2d" in step.name).kernel.chunks
+
+
+def test_token_round_trip_and_chunk_names_keep_the_epilogue():
+    steps = (("sub", ("A", "P2")), ("add", ("P3", tile_epilogue.constant(1e-5))), ("sqrt", ("S1",)), ("mul", ("S0", "R")))
+    assert tile_epilogue.parse(tile_epilogue.token(steps)) == steps
+    module, _ = conv_module(TAILS["bias relu"])
+    (call,) = [op for kernel in kernels(module) for op in kernel.walk() if isinstance(op, func.CallOp)]
+    name = call.callee.string_value()
+    assert direct_conv.chunk_name(name, [v.type for v in call.arguments]) == name
