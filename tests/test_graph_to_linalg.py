@@ -346,7 +346,11 @@ def test_slice(shape, starts, ends, steps):
     check(text, sample(shape))
 
 
-@pytest.mark.parametrize("source, target", [((2, 3, 4), (6, 4)), ((6, 4), (2, 12)), ((1, 7), (7, 1)), ((2, 6), (3, 4))])
+@pytest.mark.parametrize(
+    "source, target",
+    [((2, 3, 4), (6, 4)), ((6, 4), (2, 12)), ((1, 7), (7, 1)), ((2, 6), (3, 4)), ((1, 6, 1, 4), (3, 1, 8)),
+     ((4, 6, 5), (2, 2, 30)), ((2, 0, 3), (0, 6))],
+)
 def test_reshape(source, target):
     s, t = tensor(source), tensor(target)
     text = (
@@ -354,6 +358,21 @@ def test_reshape(source, target):
         f" %1 = graph.reshape %0 : ({s}) -> {t}\n %2 = graph.neg %1 : {t}\n func.return %2 : {t}\n}}"
     )
     check(text, sample(source))
+
+
+def test_reshape_that_splits_heads_reads_at_a_sum():
+    """[1, s, 256] -> [1, s, 4, 64] -> heads first: read at (0, s, h * 64 + d), no division."""
+    s, r, t = tensor((1, 5, 128)), tensor((1, 5, 2, 64)), tensor((1, 2, 5, 64))
+    text = (
+        f"func.func @main(%x: {s}) -> {t} {{\n %0 = graph.abs %x : {s}\n"
+        f" %1 = graph.reshape %0 : ({s}) -> {r}\n"
+        f" %2 = graph.transpose %1 {{perm = array<i64: 0, 2, 1, 3>}} : ({r}) -> {t}\n"
+        f" %3 = graph.neg %2 : {t}\n func.return %3 : {t}\n}}"
+    )
+    (kernel,) = kernels(text)
+    (generic,) = ops_of(kernel, GenericOp)
+    assert maps_of(generic)[0] == "(d0, d1, d2, d3) -> (0, d2, ((d1 * 64) + d3))"
+    check(text, sample((1, 5, 128)))
 
 
 def test_supports_names_what_it_rejects():
