@@ -514,6 +514,28 @@ def test_matmul_with_epilogue(a, b):
     check(text, sample(a, specials=False), sample(b, seed=1, specials=False), sample(out[-1:], seed=2), rtol=1e-4)
 
 
+def test_matmul_computes_a_b_from_its_group_once():
+    """b = transpose(k + bias), as attention's K^T (a group partitioning makes): computed into a
+    temporary by one generic, then read by the contraction at (batch, k, n) of that buffer."""
+    a, k, out = (2, 3, 5), (7, 2, 5), (2, 3, 7)
+    text = (
+        f"func.func @main(%a: {tensor(a)}, %k: {tensor(k)}, %c: {tensor((5,))}) -> {tensor(out)} {{\n"
+        f" %r = graph.fused(%a, %k, %c) {{name = \"scores\", mode = \"compile\"}}"
+        f" : ({tensor(a)}, {tensor(k)}, {tensor((5,))}) -> {tensor(out)} {{\n"
+        f" ^bb0(%x: {tensor(a)}, %y: {tensor(k)}, %z: {tensor((5,))}):\n"
+        f"  %0 = graph.add %y, %z : ({tensor(k)}, {tensor((5,))}) -> {tensor(k)}\n"
+        f"  %1 = graph.transpose %0 {{perm = array<i64: 1, 2, 0>}} : ({tensor(k)}) -> {tensor((2, 5, 7))}\n"
+        f"  %2 = graph.matmul %x, %1 : ({tensor(a)}, {tensor((2, 5, 7))}) -> {tensor(out)}\n"
+        f"  graph.yield %2 : {tensor(out)}\n }}\n func.return %r : {tensor(out)}\n}}"
+    )
+    (kernel,) = kernels(text)
+    b_kernel, _fill, contraction = ops_of(kernel, GenericOp)
+    (b_buffer,) = data_buffers(kernel)
+    assert b_kernel.outputs[0] is b_buffer and b_buffer.type.get_shape() == (2, 5, 7)
+    assert contraction.inputs[1] is b_buffer and maps_of(contraction)[1] == "(d0, d1, d2, d3) -> (d0, d2, d3)"
+    check(text, sample(a), sample(k, seed=1), sample((5,), seed=2), rtol=1e-4)
+
+
 def test_blocked_matmul_loops_over_blocks_then_within_them():
     a, b, out, c = (2, 32, 256), (256, 512), (2, 32, 512), (512,)
     text = (
