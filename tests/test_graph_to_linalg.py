@@ -529,7 +529,7 @@ def test_matmul_computes_a_b_from_its_group_once():
         f"  graph.yield %2 : {tensor(out)}\n }}\n func.return %r : {tensor(out)}\n}}"
     )
     (kernel,) = kernels(text)
-    b_kernel, _fill, contraction = ops_of(kernel, GenericOp)
+    b_kernel, contraction = ops_of(kernel, GenericOp)
     (b_buffer,) = data_buffers(kernel)
     assert b_kernel.outputs[0] is b_buffer and b_buffer.type.get_shape() == (2, 5, 7)
     assert contraction.inputs[1] is b_buffer and maps_of(contraction)[1] == "(d0, d1, d2, d3) -> (d0, d2, d3)"
