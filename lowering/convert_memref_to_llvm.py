@@ -9,7 +9,9 @@
     %v = llvm.load %q : !llvm.ptr -> f32
 
 The address is a GEP on the linearized index, not ptrtoint/add/inttoptr, so LLVM can see
-consecutive accesses and vectorize. `memref.alloca` becomes an `llvm.alloca` hoisted to the
+consecutive accesses and vectorize. An i1 element (a mask, as NumPy's bool: one byte) is
+loaded as an i8 and truncated, and stored zero-extended: LLVM loads a vector of i1 from memory
+one element at a time, which had made GPT-2's masked scores step 1.6x slower. `memref.alloca` becomes an `llvm.alloca` hoisted to the
 function's entry block (its size is static), so an alloca inside a loop does not grow the stack.
 `memref.alloc`/`memref.dealloc` (row buffers of reductions) call libc's `aligned_alloc`/`free`.
 """
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from graphopt.lowering.llvm_types import declare_function, llvm_operands, replace_with_llvm
 from xdsl.context import Context
 from xdsl.dialects import llvm, memref
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, i64
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, i1, i8, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -69,16 +71,23 @@ def element_pointer(
         linear = index
     if linear is None:
         return ops, pointer
-    ops.append(gep := llvm.GEPOp(pointer, [llvm.GEP_USE_SSA_VAL], type_.element_type, [linear], inbounds=True))
+    ops.append(gep := llvm.GEPOp(pointer, [llvm.GEP_USE_SSA_VAL], _stored_type(type_.element_type), [linear], inbounds=True))
     return ops, gep.result
+
+
+def _stored_type(element_type):
+    """The type an element is loaded and stored as: i8 for i1 (one byte each, as NumPy's bool)."""
+    return i8 if element_type == i1 else element_type
 
 
 class LowerLoad(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.LoadOp, rewriter: PatternRewriter, /):
         ops, address = element_pointer(rewriter, op.memref, op.indices)
-        load = llvm.LoadOp(address, op.res.type)
-        replace_with_llvm(rewriter, op, [*ops, load], load.dereferenced_value)
+        ops.append(load := llvm.LoadOp(address, _stored_type(op.res.type)))
+        if op.res.type == i1:
+            ops.append(llvm.TruncOp(load.dereferenced_value, i1))
+        replace_with_llvm(rewriter, op, ops, ops[-1].results[0])
 
 
 class LowerStore(RewritePattern):
@@ -86,6 +95,9 @@ class LowerStore(RewritePattern):
     def match_and_rewrite(self, op: memref.StoreOp, rewriter: PatternRewriter, /):
         ops, address = element_pointer(rewriter, op.memref, op.indices)
         (value,) = llvm_operands(rewriter, [op.value])
+        if op.value.type == i1:
+            ops.append(widened := llvm.ZExtOp(value, i8))
+            value = widened.res
         replace_with_llvm(rewriter, op, [*ops, llvm.StoreOp(value, address)], None)
 
 

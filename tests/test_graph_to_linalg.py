@@ -346,7 +346,11 @@ def test_slice(shape, starts, ends, steps):
     check(text, sample(shape))
 
 
-@pytest.mark.parametrize("source, target", [((2, 3, 4), (6, 4)), ((6, 4), (2, 12)), ((1, 7), (7, 1)), ((2, 6), (3, 4))])
+@pytest.mark.parametrize(
+    "source, target",
+    [((2, 3, 4), (6, 4)), ((6, 4), (2, 12)), ((1, 7), (7, 1)), ((2, 6), (3, 4)), ((1, 6, 1, 4), (3, 1, 8)),
+     ((4, 6, 5), (2, 2, 30)), ((2, 0, 3), (0, 6))],
+)
 def test_reshape(source, target):
     s, t = tensor(source), tensor(target)
     text = (
@@ -354,6 +358,21 @@ def test_reshape(source, target):
         f" %1 = graph.reshape %0 : ({s}) -> {t}\n %2 = graph.neg %1 : {t}\n func.return %2 : {t}\n}}"
     )
     check(text, sample(source))
+
+
+def test_reshape_that_splits_heads_reads_at_a_sum():
+    """[1, s, 256] -> [1, s, 4, 64] -> heads first: read at (0, s, h * 64 + d), no division."""
+    s, r, t = tensor((1, 5, 128)), tensor((1, 5, 2, 64)), tensor((1, 2, 5, 64))
+    text = (
+        f"func.func @main(%x: {s}) -> {t} {{\n %0 = graph.abs %x : {s}\n"
+        f" %1 = graph.reshape %0 : ({s}) -> {r}\n"
+        f" %2 = graph.transpose %1 {{perm = array<i64: 0, 2, 1, 3>}} : ({r}) -> {t}\n"
+        f" %3 = graph.neg %2 : {t}\n func.return %3 : {t}\n}}"
+    )
+    (kernel,) = kernels(text)
+    (generic,) = ops_of(kernel, GenericOp)
+    assert maps_of(generic)[0] == "(d0, d1, d2, d3) -> (0, d2, ((d1 * 64) + d3))"
+    check(text, sample((1, 5, 128)))
 
 
 def test_supports_names_what_it_rejects():
@@ -493,6 +512,28 @@ def test_matmul_with_epilogue(a, b):
     assert maps_of(contraction)[-1].endswith(f"-> ({', '.join(f'd{i}' for i in range(len(out) - 1))}, d{len(out)})")
     assert len(epilogue.outputs) == 1 and epilogue.outputs[0] is kernel.body.block.args[-1]
     check(text, sample(a, specials=False), sample(b, seed=1, specials=False), sample(out[-1:], seed=2), rtol=1e-4)
+
+
+def test_matmul_computes_a_b_from_its_group_once():
+    """b = transpose(k + bias), as attention's K^T (a group partitioning makes): computed into a
+    temporary by one generic, then read by the contraction at (batch, k, n) of that buffer."""
+    a, k, out = (2, 3, 5), (7, 2, 5), (2, 3, 7)
+    text = (
+        f"func.func @main(%a: {tensor(a)}, %k: {tensor(k)}, %c: {tensor((5,))}) -> {tensor(out)} {{\n"
+        f" %r = graph.fused(%a, %k, %c) {{name = \"scores\", mode = \"compile\"}}"
+        f" : ({tensor(a)}, {tensor(k)}, {tensor((5,))}) -> {tensor(out)} {{\n"
+        f" ^bb0(%x: {tensor(a)}, %y: {tensor(k)}, %z: {tensor((5,))}):\n"
+        f"  %0 = graph.add %y, %z : ({tensor(k)}, {tensor((5,))}) -> {tensor(k)}\n"
+        f"  %1 = graph.transpose %0 {{perm = array<i64: 1, 2, 0>}} : ({tensor(k)}) -> {tensor((2, 5, 7))}\n"
+        f"  %2 = graph.matmul %x, %1 : ({tensor(a)}, {tensor((2, 5, 7))}) -> {tensor(out)}\n"
+        f"  graph.yield %2 : {tensor(out)}\n }}\n func.return %r : {tensor(out)}\n}}"
+    )
+    (kernel,) = kernels(text)
+    b_kernel, contraction = ops_of(kernel, GenericOp)
+    (b_buffer,) = data_buffers(kernel)
+    assert b_kernel.outputs[0] is b_buffer and b_buffer.type.get_shape() == (2, 5, 7)
+    assert contraction.inputs[1] is b_buffer and maps_of(contraction)[1] == "(d0, d1, d2, d3) -> (d0, d2, d3)"
+    check(text, sample(a), sample(k, seed=1), sample((5,), seed=2), rtol=1e-4)
 
 
 def test_blocked_matmul_loops_over_blocks_then_within_them():

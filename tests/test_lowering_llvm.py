@@ -391,6 +391,21 @@ def test_elementwise_loop_is_vectorized():
     assert "inttoptr" not in ir
 
 
+@pytest.mark.parametrize("n", SIZES)
+def test_i1_masks_load_and_store_as_bytes_and_vectorize(n):
+    """A bool mask selects (an attention mask) and a comparison is stored as bool: the i1
+    elements move as bytes (one per NumPy bool), so the loop loads <N x i8> vectors."""
+    mask = rng.integers(0, 2, n).astype(np.bool_)
+    x = special_values(n)
+    select = "    %m = arith.constant -1.0e4 : f32\n    %r = arith.select %x0, %m, %x1 : f32"
+    np.testing.assert_array_equal(run_elementwise(select, mask, x), np.where(mask, np.float32(-1e4), x))
+    flip = "    %t = arith.constant true\n    %r = arith.xori %x0, %t : i1"
+    np.testing.assert_array_equal(run_elementwise(flip, mask, output=np.bool_), ~mask)
+    ir = optimized_llvm_ir(elementwise_kernel(1024, [np.bool_, np.float32], np.float32, select))
+    assert "load <16 x i8>" in ir or "load <8 x i8>" in ir
+    assert "load i1" not in ir
+
+
 def test_call_sequence_calls_kernels_in_order_on_table_and_fixed_addresses():
     kernel = compile_kernel(THREE_ARRAY_KERNEL)
     x, y, z, t, u = (aligned_array(rng.standard_normal(4096).astype(np.float32)) for _ in range(5))

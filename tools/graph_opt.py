@@ -60,7 +60,8 @@ from graphopt.transforms import get_all_passes
 from graphopt.transforms.partition import Dataflow, PartitionPass
 
 PASS_FLAGS: dict[str, str] = {
-    "canonicalize": "fold graph-level patterns (a zero pad into its conv) and xDSL's canonicalizations",
+    "canonicalize": ("fold graph-level patterns (a zero pad into its conv, pow by 1-4 into products, a leading"
+                     " unit batch dim out of a function) and xDSL's canonicalizations"),
     "fuse": "group ops into graph.fused regions (options as for -p fuse{...})",
     "partition": "put every group on a backend (options as for -p partition{...}, e.g. backends=cpu,blas,search=cost)",
 }

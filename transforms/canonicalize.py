@@ -13,19 +13,51 @@ Graph patterns:
 
 - the same for a pad of value -inf before a max_pool2d, whose padded positions never win
   (when the folded padding stays smaller than the kernel, as pool padding must).
+
+- a graph.pow by a constant whole exponent from 1 to 4 (splat, not widening x's shape) becomes
+  that many factors of x: a pow is a libm call per element that stops the loop around it from
+  vectorizing, and GPT-2's GELU and RMSNorm raise to the 3rd and 2nd power:
+
+      %c = graph.constant dense<3.0> : tensor<f32>
+      %y = graph.pow %x, %c : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+    becomes
+      %y = graph.mul %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+      %y_1 = graph.mul %y, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+
+Then, per function, `drop_unit_batch_dim`: a function whose values of rank 3 or more have a
+leading dim of 1 (a transformer at batch 1: [1, s, d] and [1, heads, s, s]) computes on them
+without it, reshaped on entry and back at the return, when every op touching them is
+elementwise (batch_norm aside), a matmul, reshape, broadcast_to, softmax, log_softmax,
+layer_norm or a transpose that keeps dim 0 first. Kernels split across threads by their
+leading dim (lowering/row_split.py), which was 1 for every step of such a model:
+
+      %y = graph.softmax %x {axis = 2 : i64} : (tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+    becomes
+      %0 = graph.reshape %x : (tensor<1x4x8xf32>) -> tensor<4x8xf32>
+      %1 = graph.softmax %0 {axis = 1 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+      %y = graph.reshape %1 : (tensor<4x8xf32>) -> tensor<1x4x8xf32>
 """
 
 import math
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i64
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 from xdsl.transforms.canonicalize import CanonicalizePass as XdslCanonicalizePass
 
 from graphopt.dialects import graph
+from graphopt.dialects.attributes import dense_from_numpy, dense_to_numpy, is_splat
+from graphopt.dialects.graph import Category, category_of
 from graphopt.dialects.shapes import ShapeError
+
+LARGEST_EXPANDED_EXPONENT = 4
+"""graph.pow by a whole constant exponent up to this becomes a product of factors of x."""
 
 
 def _pads_value(op: graph.Conv2dOp | graph.MaxPool2dOp) -> float:
@@ -60,13 +92,152 @@ class FoldPadIntoWindowOp(RewritePattern):
         rewriter.erase(pad)
 
 
+def _whole_exponent(op: graph.PowOp) -> int | None:
+    """The exponent of `op` when it is a splat constant whole number from 1 to
+    LARGEST_EXPANDED_EXPONENT that leaves x's type as it is (no broadcast to a larger shape)."""
+    constant = op.operands[1].owner
+    if not isinstance(constant, graph.ConstantOp) or op.result.type != op.operands[0].type:
+        return None
+    if not is_splat(constant.value):
+        return None
+    values = dense_to_numpy(constant.value).reshape(-1)
+    if values.size == 0 or not (float(values[0]).is_integer() and 1 <= values[0] <= LARGEST_EXPANDED_EXPONENT):
+        return None
+    return int(values[0])
+
+
+class ExpandWholePower(RewritePattern):
+    """graph.pow %x, (a splat constant n in 1..4) -> x * x * ... (n factors; x itself for n = 1)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.PowOp, rewriter: PatternRewriter):
+        exponent = _whole_exponent(op)
+        if exponent is None:
+            return
+        x, constant = op.operands[0], op.operands[1].owner
+        products: list[graph.MulOp] = []
+        for _ in range(exponent - 1):
+            products.append(graph.MulOp([products[-1].result if products else x, x]))
+        rewriter.replace(op, products, [products[-1].result if products else x])
+        if not constant.result.uses:
+            rewriter.erase(constant)
+
+
+def _has_unit_batch(value: SSAValue) -> bool:
+    """A tensor of rank 3 or more whose leading dim is 1."""
+    shape = value.type.get_shape() if isinstance(value.type, TensorType) else ()
+    return len(shape) >= 3 and shape[0] == 1
+
+
+def _without_batch(type_: TensorType) -> TensorType:
+    return TensorType(type_.get_element_type(), type_.get_shape()[1:])
+
+
+def _is_dropped_view(op: Operation, of: SSAValue) -> bool:
+    """Is op a graph.reshape of `of` to `of`'s type without its leading dim?"""
+    return isinstance(op, graph.ReshapeOp) and op.x is of and op.result.type == _without_batch(of.type)
+
+
+def _attributes_without_batch(op: Operation, operand_types: list[Attribute]) -> dict[str, Attribute] | None:
+    """op's attributes once its operands and results lose their leading dim, or None if op
+    cannot lose it (dim 0 is its axis, it has a layout, or it is not one of the ops named)."""
+    attributes = dict(op.attributes)
+    if isinstance(op, graph.TransposeOp):
+        perm = op.get("perm")
+        if perm[0] != 0:
+            return None
+        attributes["perm"] = DenseArrayBase.from_list(i64, [axis - 1 for axis in perm[1:]])
+    elif isinstance(op, (graph.SoftmaxOp, graph.LogSoftmaxOp, graph.LayerNormOp)):
+        axis = op.get("axis") % len(op.operands[0].type.get_shape())
+        if axis == 0:
+            return None
+        attributes["axis"] = IntegerAttr(axis - 1, i64)
+    elif isinstance(op, graph.BatchNormOp) or not (
+        category_of(op) is Category.ELEMENTWISE or isinstance(op, (graph.MatmulOp, graph.ReshapeOp, graph.BroadcastToOp))
+    ):
+        return None
+    return attributes
+
+
+def _types_hold(op: Operation, operand_types: list[Attribute], attributes, result_types: list[Attribute]) -> bool:
+    """Do these operand and result types (and attributes) make a valid `op`?"""
+    if isinstance(op, (graph.ReshapeOp, graph.CastOp)):
+        same_shape = operand_types[0].get_shape() == result_types[0].get_shape()
+        return isinstance(op, graph.ReshapeOp) or same_shape
+    if isinstance(op, graph.BroadcastToOp):
+        shape = tuple(result_types[0].get_shape())
+        try:
+            return np.broadcast_shapes(tuple(operand_types[0].get_shape()), shape) == shape
+        except ValueError:
+            return False
+    try:
+        return list(type(op).infer(operand_types, attributes)) == result_types
+    except ShapeError:
+        return False
+
+
+def drop_unit_batch_dim(function: func.FuncOp) -> None:
+    """Compute `function` without the leading unit dim of its values of rank 3 or more, when
+    every op touching one can do without it (see the module docstring); else leave it as it is."""
+    block = function.body.block
+    arguments = [a for a in block.args if _has_unit_batch(a) and not all(_is_dropped_view(u.operation, a) for u in a.uses)]
+    dropped: set[SSAValue] = set(arguments)
+    plans: list[tuple[Operation, dict[str, Attribute]]] = []
+    for op in block.ops:
+        results = [r for r in op.results if _has_unit_batch(r)]
+        if isinstance(op, graph.ReshapeOp) and results and all(isinstance(u.operation, func.ReturnOp) for u in op.result.uses):
+            results = [] if op.x.type == _without_batch(op.result.type) else results
+        if isinstance(op, func.ReturnOp) or not (results or any(o in dropped for o in op.operands)):
+            continue
+        if isinstance(op, graph.ConstantOp):
+            plans.append((op, {}))
+            dropped.update(results)
+            continue
+        if not isinstance(op, graph.GraphOp) or op.regions:
+            return
+        operand_types = [_without_batch(o.type) if o in dropped else o.type for o in op.operands]
+        result_types = [_without_batch(r.type) if r in results else r.type for r in op.results]
+        attributes = _attributes_without_batch(op, operand_types)
+        if attributes is None or not _types_hold(op, operand_types, attributes, result_types):
+            return
+        plans.append((op, attributes))
+        dropped.update(results)
+    if not plans:
+        return
+    for argument in arguments:
+        view = graph.ReshapeOp([argument], result_types=[_without_batch(argument.type)])
+        Rewriter.insert_op(view, InsertPoint.at_start(block))
+        argument.replace_uses_with_if(view.result, lambda use: use.operation is not view)
+    for op, attributes in plans:
+        if isinstance(op, graph.ConstantOp):
+            value = dense_to_numpy(op.value)
+            Rewriter.replace_op(op, graph.ConstantOp(dense_from_numpy(value.reshape(value.shape[1:]))))
+            continue
+        op.attributes.update(attributes)
+        for result in list(op.results):
+            if result in dropped:
+                Rewriter.replace_value_with_new_type(result, _without_batch(result.type))
+    returned = block.last_op
+    outputs = []
+    for value, expected in zip(returned.operands, function.function_type.outputs.data):
+        if value.type != expected:
+            restore = graph.ReshapeOp([value], result_types=[expected])
+            Rewriter.insert_op(restore, InsertPoint.before(returned))
+            value = restore.result
+        outputs.append(value)
+    returned.operands = outputs
+
+
 @dataclass(frozen=True)
 class CanonicalizePass(ModulePass):
     """xDSL's canonicalization (its ops' patterns, folding, dead code), then the graph patterns
-    above, each applied until nothing changes."""
+    above, each applied until nothing changes, then `drop_unit_batch_dim` on each function."""
 
     name = "canonicalize"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         XdslCanonicalizePass().apply(ctx, op)
-        PatternRewriteWalker(FoldPadIntoWindowOp()).rewrite_module(op)
+        PatternRewriteWalker(GreedyRewritePatternApplier([FoldPadIntoWindowOp(), ExpandWholePower()])).rewrite_module(op)
+        for function in list(op.walk()):
+            if isinstance(function, func.FuncOp) and function.body.blocks:
+                drop_unit_batch_dim(function)

@@ -39,8 +39,13 @@ import numpy as np
 
 from graphopt.runtime.jit import native_module
 
-SPIN_ROUNDS = 1 << 14
-"""Pauses a worker spins for a next job before it sleeps (0.45 ms on this machine's Zen 4)."""
+SPIN_ROUNDS = 1 << 10
+"""Pauses a worker spins for a next job before it sleeps (about 30 us on this machine's Zen 4).
+It was 2^14 (0.45 ms) until 2026-11-25: with the GPT-2 block's 15 steps split in two, the
+worker then spun through the whole call, and with another process on its core the OS took the
+core away from it mid-chunk for milliseconds (median 2 threads 4.0-4.3 ms against 1.1 ms at
+1 thread, load 2.8); spinning 2^10 pauses, 1.4 ms; not at all, 1.2-1.3 ms. With the core
+free, the fastest calls took 0.61, 0.63 and 0.67 ms."""
 YIELD_AFTER = 1 << 15
 """Pauses (about 0.9 ms) a caller spins for its workers before it yields its core (`sched_yield`) at every
 check: a worker still not done may be waiting for that core (the machine is loaded)."""

@@ -53,16 +53,40 @@ def _strides(shape: Sequence[int]) -> list[int]:
 
 
 def _reshape_index(op, index: Index) -> Index:
-    """Row-major: the linear position of the result element, split over the operand's dims."""
-    linear = AffineExpr.constant(0)
-    for e, stride in zip(index, _strides(shape_of(op.result))):
-        linear = linear + e * stride
-    shape = shape_of(op.x)
-    source = []
-    for axis, (size, stride) in enumerate(zip(shape, _strides(shape))):
-        e = linear if stride == 1 else linear // stride
-        source.append(AffineExpr.constant(0) if size == 1 else e if axis == 0 else e % size)
+    """Row-major, one run of dims at a time: size-1 dims aside (read at 0), the result's and the
+    operand's dims split into the shortest runs of equal element counts, and each run's linear
+    position is split over the operand dims of its run only. A reshape that splits a dim reads
+    at a plain sum (heads: [s, 256] read at (s, h * 64 + d) for [s, 4, 64]), with no division
+    that would keep the loop from vectorizing; one that merges dims divides within the run."""
+    result_shape, shape = shape_of(op.result), shape_of(op.x)
+    if 0 in shape:
+        return tuple(AffineExpr.constant(0) for _ in shape)
+    result_dims = [axis for axis, size in enumerate(result_shape) if size != 1]
+    operand_dims = [axis for axis, size in enumerate(shape) if size != 1]
+    source = [AffineExpr.constant(0)] * len(shape)
+    for result_run, operand_run in _equal_runs([result_shape[a] for a in result_dims], [shape[a] for a in operand_dims]):
+        result_axes = [result_dims[i] for i in result_run]
+        operand_axes = [operand_dims[i] for i in operand_run]
+        linear = AffineExpr.constant(0)
+        for axis, stride in zip(result_axes, _strides([result_shape[a] for a in result_axes])):
+            linear = linear + index[axis] * stride
+        sizes = [shape[a] for a in operand_axes]
+        for position, (axis, stride) in enumerate(zip(operand_axes, _strides(sizes))):
+            e = linear if stride == 1 else linear // stride
+            source[axis] = e if position == 0 else e % sizes[position]
     return tuple(source)
+
+
+def _equal_runs(result_sizes: Sequence[int], sizes: Sequence[int]) -> list[tuple[range, range]]:
+    """(result positions, operand positions) of consecutive runs with equal element counts, cut
+    wherever both shapes' running products agree (sizes > 1, equal products in all)."""
+    result_ends = {math.prod(result_sizes[: i + 1]): i + 1 for i in range(len(result_sizes))}
+    ends = {math.prod(sizes[: i + 1]): i + 1 for i in range(len(sizes))}
+    runs, result_start, start = [], 0, 0
+    for product in sorted(result_ends.keys() & ends.keys()):
+        runs.append((range(result_start, result_ends[product]), range(start, ends[product])))
+        result_start, start = result_ends[product], ends[product]
+    return runs
 
 
 def _slice_index(op, index: Index) -> Index:

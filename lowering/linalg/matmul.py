@@ -26,6 +26,10 @@ def lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
     the innermost loop is out[m, :] += a[m, k] * b[k, :], which LLVM vectorizes. When every
     dim is a multiple of its block (`schedule.matmul_blocks`), they run blocked
     (batch..., mb, nb, kb, mi, ki, ni): a KB x NB block of b stays in cache while MB rows use it.
+    A b computed in the group (attention's K or V: a bias add, reshape and transpose of the
+    projection) is computed once into a temporary first: read in the loop nest, it would be
+    computed again for every row m, and read across rows (K transposed) where the n loop
+    wants contiguous elements.
     """
     if op.b in kernel.panels:
         operands = [kernel.materialize(op.a), kernel.panels[op.b], out]
@@ -34,6 +38,7 @@ def lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
     out_shape = shape_of(op.result)
     rank = len(out_shape)
     m_size, k_size, n_size = out_shape[-2], shape_of(op.a)[-1], out_shape[-1]
+    b = kernel.materialize(op.b)
     kernel.fill(out, 0)
     blocks = kernel.schedule.matmul_blocks(m_size, k_size, n_size)
     if blocks is None:
@@ -51,5 +56,5 @@ def lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
             body.read(kernel.temporary((count, size), element_of(out)), (outer, inner))
     a_index = broadcast_index(batch, shape_of(op.a)[:-2], out_shape[:-2]) + (m, k)
     b_index = broadcast_index(batch, shape_of(op.b)[:-2], out_shape[:-2]) + (k, n)
-    product = by_type(arith.MulfOp, arith.MuliOp)(body, op, body.value(op.a, a_index), body.value(op.b, b_index))
+    product = by_type(arith.MulfOp, arith.MuliOp)(body, op, body.value(op.a, a_index), body.read(b, b_index))
     body.finish([by_type(arith.AddfOp, arith.AddiOp)(body, op, body.output(0), product)])
