@@ -20,7 +20,6 @@ from xdsl.dialects.builtin import ModuleOp
 
 import graphopt
 from graphopt import GraphBuilder
-from graphopt.dialects import graph
 from graphopt.dialects.attributes import NUMPY_DTYPES
 from graphopt.dialects.graph import GRAPH_OPS, GraphOp
 from graphopt.runtime.arrays import aligned_empty

@@ -506,7 +506,8 @@ def test_matmul_with_epilogue(a, b):
         f" %2 = graph.gelu %1 : {tensor(out)}\n func.return %2 : {tensor(out)}\n}}"
     )
     (kernel,) = kernels(text)
-    (_fill,), (contraction, epilogue) = ops_of(kernel, FillOp), ops_of(kernel, GenericOp)
+    (fill,), (contraction, epilogue) = ops_of(kernel, FillOp), ops_of(kernel, GenericOp)
+    assert list(fill.outputs) == list(contraction.outputs)  # the accumulator starts at 0
     iterators = [str(i.data) for i in contraction.iterator_types]
     assert iterators[-3:] == ["parallel", "reduction", "parallel"]  # (..., m, k, n): n innermost
     assert maps_of(contraction)[-1].endswith(f"-> ({', '.join(f'd{i}' for i in range(len(out) - 1))}, d{len(out)})")
@@ -545,7 +546,8 @@ def test_blocked_matmul_loops_over_blocks_then_within_them():
         f" %2 = graph.relu %1 : {tensor(out)}\n func.return %2 : {tensor(out)}\n}}"
     )
     (kernel,) = kernels(text)
-    (_fill,), (contraction, epilogue) = ops_of(kernel, FillOp), ops_of(kernel, GenericOp)
+    (fill,), (contraction, epilogue) = ops_of(kernel, FillOp), ops_of(kernel, GenericOp)
+    assert list(fill.outputs) == list(contraction.outputs)  # the accumulator starts at 0
     # (batch, mb, nb, kb, mi, ki, ni) with blocks (32, 128, 256)
     assert [str(i.data) for i in contraction.iterator_types] == [
         "parallel", "parallel", "parallel", "reduction", "parallel", "reduction", "parallel"
@@ -643,7 +645,8 @@ def test_conv2d_reads_stride_phases_of_x_and_sums_over_flat_output_positions(loo
     assert phases.type.get_shape() == (1, 4, 2, 2, 26)
     # 6 output channels, 3 per group: blocks of gcd(3, 4) = 1; OH * R = 4 * 5 positions
     assert acc.type.get_shape() == (1, 6, 1, 20)
-    (_fill, _fill_acc), (copy, conv, compact, epilogue) = ops_of(kernel, FillOp), ops_of(kernel, GenericOp)
+    (fill, fill_acc), (copy, conv, compact, epilogue) = ops_of(kernel, FillOp), ops_of(kernel, GenericOp)
+    assert list(fill.outputs) == list(copy.outputs) and fill_acc.outputs[0] is conv.outputs[0]
     assert maps_of(copy)[1] == (
         "(d0, d1, d2, d3) -> (d0, d1, ((d2 + 1) mod 2), ((d3 + 1) mod 2), ((((d2 + 1) floordiv 2) * 5) + ((d3 + 1) floordiv 2)))"
     )
@@ -712,7 +715,8 @@ def test_padded_pool2d_reduces_the_unrolled_window_of_a_padded_copy(op, divides_
     (kernel,) = kernels(text)
     (padded,) = data_buffers(kernel)
     assert padded.type.get_shape() == (1, 2, 9, 8)
-    _fill, (copy, pool) = ops_of(kernel, FillOp)[0], ops_of(kernel, GenericOp)[:2]  # x copied into the filled buffer: no selects
+    fill, (copy, pool) = ops_of(kernel, FillOp)[0], ops_of(kernel, GenericOp)[:2]  # x copied into the filled buffer: no selects
+    assert list(fill.outputs) == list(copy.outputs)
     assert maps_of(copy)[1] == "(d0, d1, d2, d3) -> (d0, d1, (d2 + 1), (d3 floordiv 1))"
     assert not ops_of(kernel, arith.SelectOp) and not ops_of(kernel, memref.LoadOp)
     assert [str(i.data) for i in pool.iterator_types] == ["parallel"] * 4
@@ -767,7 +771,8 @@ def test_pool2d_window_larger_than_the_unrolled_limit_loops_over_its_rows():
     text = prologue_pool((1, 2, 9, 18), (1, 2, 1, 2), "kernel = array<i64: 9, 9>, strides = array<i64: 9, 9>")
     (kernel,) = kernels(text)
     assert not data_buffers(kernel)
-    (_fill,), (pool,) = ops_of(kernel, FillOp), ops_of(kernel, GenericOp)
+    (fill,), (pool,) = ops_of(kernel, FillOp), ops_of(kernel, GenericOp)
+    assert list(fill.outputs) == list(pool.outputs)
     assert [str(i.data) for i in pool.iterator_types] == ["parallel"] * 3 + ["reduction", "parallel"]
     assert maps_of(pool)[0] == "(d0, d1, d2, d3, d4) -> (d3)"  # the window-row shape operand
     assert len(ops_of(pool, arith.AddfOp)) == 9

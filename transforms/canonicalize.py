@@ -47,8 +47,14 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, TensorType, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 from xdsl.transforms.canonicalize import CanonicalizePass as XdslCanonicalizePass
 
 from graphopt.dialects import graph
@@ -138,7 +144,7 @@ def _is_dropped_view(op: Operation, of: SSAValue) -> bool:
     return isinstance(op, graph.ReshapeOp) and op.x is of and op.result.type == _without_batch(of.type)
 
 
-def _attributes_without_batch(op: Operation, operand_types: list[Attribute]) -> dict[str, Attribute] | None:
+def _attributes_without_batch(op: Operation) -> dict[str, Attribute] | None:
     """op's attributes once its operands and results lose their leading dim, or None if op
     cannot lose it (dim 0 is its axis, it has a layout, or it is not one of the ops named)."""
     attributes = dict(op.attributes)
@@ -197,7 +203,7 @@ def drop_unit_batch_dim(function: func.FuncOp) -> None:
             return
         operand_types = [_without_batch(o.type) if o in dropped else o.type for o in op.operands]
         result_types = [_without_batch(r.type) if r in results else r.type for r in op.results]
-        attributes = _attributes_without_batch(op, operand_types)
+        attributes = _attributes_without_batch(op)
         if attributes is None or not _types_hold(op, operand_types, attributes, result_types):
             return
         plans.append((op, attributes))

@@ -12,8 +12,9 @@ from xdsl.dialects import arith
 from xdsl.ir import Operation
 
 from graphopt.dialects import graph
-from graphopt.lowering import depthwise_conv, direct_conv, packed_gemm, tile_epilogue
+from graphopt.lowering import depthwise_conv, direct_conv, packed_gemm
 from graphopt.lowering.linalg.epilogue import tile_epilogue_of
+from graphopt.lowering.tile_epilogue import Step
 
 if TYPE_CHECKING:
     from xdsl.ir import SSAValue
@@ -62,7 +63,7 @@ class PlainSchedule:
 
     def tile_epilogue(
         self, kernel: Kernel, anchor: Operation
-    ) -> tuple[tuple[tile_epilogue.Step, ...], list[SSAValue]] | None:
+    ) -> tuple[tuple[Step, ...], list[SSAValue]] | None:
         """The group's elementwise tail as the epilogue of the ukernel that `anchor` calls, with
         its operand buffers (`linalg/epilogue.py`), or None: the tail stays a loop nest."""
         return None
