@@ -12,8 +12,7 @@ by default; ONNX Runtime's session.intra_op.allow_spinning=0, the same for its p
 fastest system of that row. Systems:
 
 - NumPy: a hand-written function per workload, op by op (a fresh array per op); none for the
-  BERT layer and GPT-2 block (examples/make_transformer_models.py), which have no NumPy or
-  PyTorch rows.
+  BERT layer and GPT-2 block (examples/make_transformer_models.py).
 - graphopt unfused (fuse=False, cpu), fused (cpu), partitioned (fusion, then the partition
   pass over cpu and blas with search="cost" and measured costs, cached in a fresh file per run
   unless --cost-cache names one), and blas (backends=("blas",), the reference taking what blas
@@ -21,7 +20,9 @@ fastest system of that row. Systems:
 - ONNX Runtime: the same model (examples/make_onnx_models.py's builder, imported into graphopt
   with graphopt.from_onnx), all graph optimizations, run through I/O binding (inputs bound once,
   the output bound to a preallocated array).
-- PyTorch eager, autograd off, on tensors sharing the NumPy inputs' memory.
+- PyTorch eager, autograd off, on tensors sharing the NumPy inputs' memory. The BERT layer and
+  GPT-2 block are torch.nn.functional calls (linear, matmul, softmax, layer_norm, gelu, the
+  masks built as the model builds them) on the ONNX model's own initializers.
 
 Each system runs once to warm up and is checked against ONNX Runtime (rtol and atol 1e-3).
 Samples are taken round-robin over the systems of a workload, so load on the machine falls on
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -43,6 +45,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 
@@ -63,7 +66,7 @@ from timing import pyplot, results_per_thread_count, write_json
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from make_examples import small_normal, xavier_normal
 from make_onnx_models import OnnxBuilder, mnist_cnn
-from make_transformer_models import bert_layer, gpt2_block
+from make_transformer_models import MASKED_SCORE, bert_layer, gpt2_block
 
 try:
     import torch
@@ -76,6 +79,8 @@ PARTITION_BACKENDS = ("cpu", "blas")
 MIN_SAMPLE_SECONDS = 2e-3
 OPSET = 20
 """Gelu is an ONNX op from opset 20 on."""
+HEADS = 4
+"""Attention heads of the BERT layer and GPT-2 block (their weights do not tell)."""
 
 
 @dataclass
@@ -88,7 +93,7 @@ class Workload:
     inputs: list[np.ndarray]
     weights: list[np.ndarray]
     numpy_function: Callable[..., np.ndarray] | None
-    """None for the transformer models, which run on graphopt and ONNX Runtime only."""
+    """None for the transformer models, which have no NumPy row."""
     torch_function: Callable | None
     shapes: dict[str, tuple[int, ...]] | None = None
     """Sizes of the model's dynamic input dimensions, for graphopt.from_onnx."""
@@ -172,9 +177,55 @@ def torch_mnist(x, w1, b1, w2, b2, w, b):
     return features.reshape(len(x), -1) @ w + b
 
 
+def torch_dense(x, weights, bias):
+    """x @ weights + bias, weights [in, out] as the ONNX MatMul reads them."""
+    return F.linear(x, weights.T, bias)
+
+
+def torch_attention(x, mask, wq, bq, wk, bk, wv, bv, wo, bo):
+    """make_transformer_models' Layers.attention of x [batch, seq, dim] with HEADS heads;
+    `mask` rewrites the scores [batch, heads, seq, seq]."""
+    batch, seq, dim = x.shape
+    head_dim = dim // HEADS
+
+    def heads_of(weights, bias):  # [batch, heads, seq, head_dim]
+        return torch_dense(x, weights, bias).view(batch, seq, HEADS, head_dim).transpose(1, 2)
+
+    q, k, v = heads_of(wq, bq), heads_of(wk, bk), heads_of(wv, bv)
+    scores = mask(q @ k.transpose(-2, -1) / math.sqrt(head_dim))
+    attended = torch.softmax(scores, dim=-1) @ v
+    return torch_dense(attended.transpose(1, 2).reshape(batch, seq, dim), wo, bo)
+
+
+def torch_bert_layer(input_ids, attention_mask, words, positions, scale0, shift0, wq, bq, wk, bk, wv, bv, wo, bo,
+                     scale1, shift1, w1, b1, w2, b2, scale2, shift2):
+    """make_transformer_models.bert_layer: embeddings, then a post-norm layer with the padding
+    mask as an additive (1 - mask) * MASKED_SCORE and the erf GELU."""
+    dims = positions.shape[1:]
+    x = F.embedding(input_ids, words) + F.embedding(torch.arange(input_ids.shape[1]), positions)
+    x = F.layer_norm(x, dims, scale0, shift0)
+    additive = (1 - attention_mask[:, None, None, :].float()) * MASKED_SCORE
+    x = F.layer_norm(x + torch_attention(x, lambda scores: scores + additive, wq, bq, wk, bk, wv, bv, wo, bo),
+                     dims, scale1, shift1)
+    return F.layer_norm(x + torch_dense(F.gelu(torch_dense(x, w1, b1)), w2, b2), dims, scale2, shift2)
+
+
+def torch_gpt2_block(x, ones, scale1, shift1, wq, bq, wk, bk, wv, bv, wo, bo, scale2, shift2, w1, b1, w2, b2):
+    """make_transformer_models.gpt2_block: a pre-norm block, the causal mask a where() on the
+    zeros of tril(ones), and the tanh GELU."""
+    dims = x.shape[-1:]
+    future = torch.tril(ones) == 0
+    causal = partial(torch.where, future, MASKED_SCORE)
+    x = x + torch_attention(F.layer_norm(x, dims, scale1, shift1), causal, wq, bq, wk, bk, wv, bv, wo, bo)
+    hidden = F.gelu(torch_dense(F.layer_norm(x, dims, scale2, shift2), w1, b1), approximate="tanh")
+    return x + torch_dense(hidden, w2, b2)
+
+
 def float_initializers(model: onnx.ModelProto) -> list[np.ndarray]:
-    """The float weights of `model` in order (writable copies: PyTorch shares their memory)."""
-    return [numpy_helper.to_array(t).copy() for t in model.graph.initializer if t.data_type == onnx.TensorProto.FLOAT]
+    """The float tensors of `model` in order, not its float scalars, which the NumPy and PyTorch
+    functions write as numbers (writable copies: PyTorch shares their memory)."""
+    return [numpy_helper.to_array(t).copy() for t in model.graph.initializer
+            if t.data_type == onnx.TensorProto.FLOAT and t.dims]
 
 
 def workloads(rng: np.random.Generator) -> list[Workload]:
@@ -214,8 +265,11 @@ def workloads(rng: np.random.Generator) -> list[Workload]:
     tokens = rng.integers(0, 1000, (2, 128)).astype(np.int64)
     mask = np.ones((2, 128), np.int64)
     mask[1, 96:] = 0
-    bert = Workload("BERT layer 2x128x256", bert_layer(), [tokens, mask], [], None, None)
-    gpt2 = Workload("GPT-2 block 128x256", gpt2_block(), [normal(1, 128, 256)], [], None, None)
+    bert_model, gpt2_model = bert_layer(heads=HEADS), gpt2_block(heads=HEADS)
+    bert = Workload("BERT layer 2x128x256", bert_model, [tokens, mask], float_initializers(bert_model), None,
+                    torch_bert_layer)
+    gpt2 = Workload("GPT-2 block 128x256", gpt2_model, [normal(1, 128, 256)], float_initializers(gpt2_model), None,
+                    torch_gpt2_block)
     return [chain, mlp, layer_norm, softmax, *mnist_batches, gelu_block, bert, gpt2]
 
 
