@@ -346,7 +346,11 @@ def test_slice(shape, starts, ends, steps):
     check(text, sample(shape))
 
 
-@pytest.mark.parametrize("source, target", [((2, 3, 4), (6, 4)), ((6, 4), (2, 12)), ((1, 7), (7, 1)), ((2, 6), (3, 4))])
+@pytest.mark.parametrize(
+    "source, target",
+    [((2, 3, 4), (6, 4)), ((6, 4), (2, 12)), ((1, 7), (7, 1)), ((2, 6), (3, 4)), ((1, 6, 5, 3), (1, 2, 3, 5, 3)),
+     ((2, 3, 5, 3), (6, 15)), ((3, 1, 4), (12,)), ((12,), (3, 1, 4, 1)), ((1, 1), (1,)), ((), (1, 1))],
+)
 def test_reshape(source, target):
     s, t = tensor(source), tensor(target)
     text = (
@@ -354,6 +358,20 @@ def test_reshape(source, target):
         f" %1 = graph.reshape %0 : ({s}) -> {t}\n %2 = graph.neg %1 : {t}\n func.return %2 : {t}\n}}"
     )
     check(text, sample(source))
+
+
+def test_channel_shuffle_reads_whole_rows_without_division():
+    """ShuffleNet's shuffle: the channel of the read is `d2 * 3 + d1`, H and W are the output's
+    (the reshape splits one dim, so its index map divides nothing per element)."""
+    s, g, t = tensor((1, 6, 5, 70)), tensor((1, 2, 3, 5, 70)), tensor((1, 3, 2, 5, 70))
+    text = (
+        f"func.func @main(%x: {s}) -> {t} {{\n %0 = graph.reshape %x : ({s}) -> {g}\n"
+        f" %1 = graph.transpose %0 {{perm = array<i64: 0, 2, 1, 3, 4>}} : ({g}) -> {t}\n func.return %1 : {t}\n}}"
+    )
+    (kernel,) = kernels(text)
+    (generic,) = ops_of(kernel, GenericOp)
+    assert maps_of(generic)[0] == "(d0, d1, d2, d3, d4) -> (0, ((d2 * 3) + d1), d3, d4)"
+    check(text, sample((1, 6, 5, 70)))
 
 
 def test_supports_names_what_it_rejects():

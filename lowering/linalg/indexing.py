@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
+import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -52,16 +54,38 @@ def _strides(shape: Sequence[int]) -> list[int]:
     return [math.prod(shape[i + 1 :]) for i in range(len(shape))]
 
 
+def _reshape_groups(result_shape: Sequence[int], shape: Sequence[int]) -> list[tuple[range, range]]:
+    """Runs of consecutive result dims and operand dims that hold the same elements: cut wherever
+    both shapes' prefix products agree ([1, 4, 28, 56, 56] of [1, 112, 56, 56]: [1] [4, 28] [56] [56]
+    of [1] [112] [56] [56]). A size-1 dim after a cut joins the next run (the last run, at the end)."""
+    prefix_products = lambda sizes: set(itertools.accumulate(sizes, operator.mul))
+    cuts = sorted(prefix_products(result_shape) & prefix_products(shape)) or [1]
+
+    def runs(sizes: Sequence[int]) -> list[range]:
+        ends = list(itertools.accumulate(sizes, operator.mul))
+        stops = [bisect.bisect_left(ends, cut) + 1 for cut in cuts[:-1]] + [len(sizes)]
+        return [range(start, stop) for start, stop in zip([0, *stops], stops)]
+
+    return list(zip(runs(result_shape), runs(shape)))
+
+
 def _reshape_index(op, index: Index) -> Index:
-    """Row-major: the linear position of the result element, split over the operand's dims."""
-    linear = AffineExpr.constant(0)
-    for e, stride in zip(index, _strides(shape_of(op.result))):
-        linear = linear + e * stride
-    shape = shape_of(op.x)
+    """Row-major, one run of dims at a time (`_reshape_groups`): the position within the run of
+    the result element, split over the operand's dims of the run. A run of one operand dim takes
+    the position as it is, so splitting or merging a dim costs no division per element."""
+    result_shape, shape = shape_of(op.result), shape_of(op.x)
+    if 0 in shape:  # no element is ever read
+        return (AffineExpr.constant(0),) * len(shape)
     source = []
-    for axis, (size, stride) in enumerate(zip(shape, _strides(shape))):
-        e = linear if stride == 1 else linear // stride
-        source.append(AffineExpr.constant(0) if size == 1 else e if axis == 0 else e % size)
+    for result_run, run in _reshape_groups(result_shape, shape):
+        linear = AffineExpr.constant(0)
+        for axis, stride in zip(result_run, _strides([result_shape[a] for a in result_run])):
+            linear = linear + index[axis] * stride
+        first = True
+        for axis, stride in zip(run, _strides([shape[a] for a in run])):
+            e = linear if stride == 1 else linear // stride
+            source.append(AffineExpr.constant(0) if shape[axis] == 1 else e if first else e % shape[axis])
+            first = first and shape[axis] == 1
     return tuple(source)
 
 
