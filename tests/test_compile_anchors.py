@@ -156,6 +156,24 @@ def test_pool2d_with_epilogue(op, x, kernel, strides, padding):
     check_compiled(text, -np.abs(values) - 1, rtol=1e-4)  # all negative: padding must never win a max
 
 
+@pytest.mark.parametrize(
+    "x, kernel, strides, padding",
+    [((1, 3, 11, 13), (3, 3), (2, 2), (1, 1, 1, 1)), ((2, 2, 9, 18), (9, 9), (9, 9), (0, 0, 0, 0))],
+    ids=["unrolled", "window rows looped"],
+)
+def test_max_pool2d_propagates_nan_from_any_tap(x, kernel, strides, padding):
+    """A NaN anywhere in a window makes its max NaN, whichever tap holds it; inf and -inf win or lose
+    as numbers (about one element in five is special)."""
+    name, attributes = pool_op("max_pool2d", kernel, strides, padding)
+    text = unary(f"graph.{name} %x {{{attributes}}}", x, pool2d(x, kernel, strides, padding), epilogue="graph.neg")
+    rng = np.random.default_rng(3)
+    values = sample(x)
+    special = rng.random(x) < 0.2
+    values[special] = rng.choice([np.nan, np.inf, -np.inf], special.sum())
+    check_compiled(text, values)
+    check_compiled(text.replace("f32", "f64"), values.astype(np.float64))
+
+
 # ----------------------------------------------------------------------------------------
 # Pad, concat and gather inside elementwise groups
 # ----------------------------------------------------------------------------------------

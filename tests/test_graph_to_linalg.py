@@ -691,7 +691,7 @@ def test_padded_pool2d_reduces_the_unrolled_window_of_a_padded_copy(op, divides_
     assert padded.type.get_shape() == (1, 2, 9, 8)
     _fill, (copy, pool) = ops_of(kernel, FillOp)[0], ops_of(kernel, GenericOp)[:2]  # x copied into the filled buffer: no selects
     assert maps_of(copy)[1] == "(d0, d1, d2, d3) -> (d0, d1, (d2 + 1), (d3 floordiv 1))"
-    assert not ops_of(kernel, arith.SelectOp) and not ops_of(kernel, memref.LoadOp)
+    assert not ops_of(copy, arith.SelectOp) and not ops_of(kernel, memref.LoadOp)
     assert [str(i.data) for i in pool.iterator_types] == ["parallel"] * 4
     assert len(pool.inputs) == 6 and set(pool.inputs) == {padded}
     assert maps_of(pool)[0] == "(d0, d1, d2, d3) -> (d0, d1, (d2 floordiv 1), (d3 floordiv 1))"

@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 import functools
+import math
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import i64
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 from xdsl.ir.affine import AffineExpr
 
 from graphopt.dialects import graph
+from graphopt.dialects.attributes import is_float
 from graphopt.lowering.linalg.conv import in_bounds_count, padded_copy
 from graphopt.lowering.linalg.indexing import dims_of, shape_of
 from graphopt.lowering.linalg.loop_body import LoopBody
@@ -25,6 +27,19 @@ if TYPE_CHECKING:
 POOL_UNROLLED_TAPS = 64
 """Pooling windows of at most this many taps are unrolled whole in the loop body; larger ones
 loop over their rows (a bound on the body's size, not a tuned constant)."""
+
+
+def _window_max(body: LoopBody, values: list[SSAValue], element: Attribute) -> SSAValue:
+    """The max of `values`, NaN if any is NaN: a chain of `select(a > b, a, b)` (one vmaxps
+    each on x86, which drops NaNs), then NaN where an unordered compare of a pair finds one. An
+    `arith.maximumf` per tap, which LLVM expands into several instructions to propagate NaN,
+    ran ShuffleNet's 3x3 max pool at half the speed (measured)."""
+    best = functools.reduce(
+        lambda a, b: body.emit(arith.SelectOp(body.emit(arith.CmpfOp(a, b, "ogt")), a, b)), values
+    )
+    unordered = [body.emit(arith.CmpfOp(a, b, "uno")) for a, b in zip(values[::2], values[1::2] + values[-1:])]
+    any_nan = functools.reduce(lambda a, b: body.emit(arith.OrIOp(a, b)), unordered)
+    return body.emit(arith.SelectOp(any_nan, body.constant(math.nan, element), best))
 
 
 def lower_pool2d(kernel: Kernel, op: graph.Pool2dOp, out: SSAValue) -> None:
@@ -63,6 +78,9 @@ def lower_pool2d(kernel: Kernel, op: graph.Pool2dOp, out: SSAValue) -> None:
         body.read(kernel.extent(kernel_h), (kh,))
         rows, values = [kh], [body.output(0)]
     values += [read(body, x, (n, c, oh * sh + kh, ow * sw + kw)) for kh in rows for kw in range(kernel_w)]
+    if is_max and is_float(element):
+        body.finish([_window_max(body, values, element)])
+        return
     body.finish([functools.reduce(lambda a, b: combine(body, op, a, b), values)])
     if is_max:
         return
