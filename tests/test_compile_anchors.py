@@ -158,8 +158,9 @@ def test_pool2d_with_epilogue(op, x, kernel, strides, padding):
 
 @pytest.mark.parametrize(
     "x, kernel, strides, padding",
-    [((1, 3, 11, 13), (3, 3), (2, 2), (1, 1, 1, 1)), ((2, 2, 9, 18), (9, 9), (9, 9), (0, 0, 0, 0))],
-    ids=["unrolled", "window rows looped"],
+    [((1, 3, 11, 13), (3, 3), (2, 2), (1, 1, 1, 1)), ((1, 2, 5, 37), (3, 3), (2, 2), (1, 1, 1, 1)),
+     ((2, 2, 9, 18), (9, 9), (9, 9), (0, 0, 0, 0))],
+    ids=["over stride phases", "unrolled", "window rows looped"],
 )
 def test_max_pool2d_propagates_nan_from_any_tap(x, kernel, strides, padding):
     """A NaN anywhere in a window makes its max NaN, whichever tap holds it; inf and -inf win or lose

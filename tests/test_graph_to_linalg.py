@@ -684,11 +684,11 @@ def test_padded_pool2d_reduces_the_unrolled_window_of_a_padded_copy(op, divides_
     attributes = POOL_ATTRIBUTES
     if divides_by_count is not None:
         attributes += f", count_include_pad = {str(not divides_by_count).lower()}"
-    t, o = tensor((1, 2, 7, 7)), tensor((1, 2, 7, 7))
+    t, o = tensor((1, 2, 7, 20)), tensor((1, 2, 7, 20))  # output rows of 20: not over stride phases
     text = f"func.func @main(%x: {t}) -> {o} {{\n %0 = graph.{op} %x {{{attributes}}} : ({t}) -> {o}\n func.return %0 : {o}\n}}"
     (kernel,) = kernels(text)
     (padded,) = data_buffers(kernel)
-    assert padded.type.get_shape() == (1, 2, 9, 8)
+    assert padded.type.get_shape() == (1, 2, 9, 21)
     _fill, (copy, pool) = ops_of(kernel, FillOp)[0], ops_of(kernel, GenericOp)[:2]  # x copied into the filled buffer: no selects
     assert maps_of(copy)[1] == "(d0, d1, d2, d3) -> (d0, d1, (d2 + 1), (d3 floordiv 1))"
     assert not ops_of(copy, arith.SelectOp) and not ops_of(kernel, memref.LoadOp)
@@ -721,23 +721,38 @@ def check_prologue_pool(text, x_shape):
 
 
 def test_pool2d_computes_its_prologue_at_each_tap_of_windows_that_do_not_overlap():
-    text = prologue_pool((2, 3, 7, 6), (2, 3, 2, 3), "kernel = array<i64: 3, 2>, strides = array<i64: 3, 2>")
+    text = prologue_pool((2, 3, 7, 34), (2, 3, 2, 17), "kernel = array<i64: 3, 2>, strides = array<i64: 3, 2>")
     (kernel,) = kernels(text)
     assert not ops_of(kernel, memref.AllocOp)
     (pool,) = ops_of(kernel, GenericOp)
     assert len(ops_of(pool, arith.AddfOp)) == 6  # the prologue, once per tap
     assert maps_of(pool)[0] == "(d0, d1, d2, d3) -> (d0, d1, (d2 * 3), (d3 * 2))"
-    check_prologue_pool(text, (2, 3, 7, 6))
+    check_prologue_pool(text, (2, 3, 7, 34))
 
 
 def test_pool2d_computes_a_prologue_once_for_overlapping_windows():
-    text = prologue_pool((1, 2, 6, 5), (1, 2, 2, 3), "kernel = array<i64: 3, 3>, strides = array<i64: 2, 1>")
+    text = prologue_pool((1, 2, 6, 20), (1, 2, 2, 18), "kernel = array<i64: 3, 3>, strides = array<i64: 2, 1>")
     (kernel,) = kernels(text)
     (temporary,) = ops_of(kernel, memref.AllocOp)
-    assert temporary.memref.type.get_shape() == (1, 2, 6, 5)
+    assert temporary.memref.type.get_shape() == (1, 2, 6, 20)
     prologue, pool = ops_of(kernel, GenericOp)
     assert set(pool.inputs) == {temporary.memref} and not ops_of(pool, arith.AddfOp)
-    check_prologue_pool(text, (1, 2, 6, 5))
+    check_prologue_pool(text, (1, 2, 6, 20))
+
+
+def test_pool2d_with_short_output_rows_reduces_over_stride_phases():
+    """3x3/2 windows, padding 1, over rows of 7 outputs: relu(x + b) computed once, copied into its
+    2 x 2 stride phases (-inf around it, rows of R = 8), one loop over all 7 * 8 positions p reading each tap
+    at stride 1 (tap (2, 2) in phase (0, 0) at p + R + 1), then the outputs picked out."""
+    attributes = "kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>"
+    text = prologue_pool((1, 2, 13, 13), (1, 2, 7, 7), attributes)
+    (kernel,) = kernels(text)
+    phases, prologue, pooled = (buffer.type.get_shape() for buffer in data_buffers(kernel))
+    assert phases[:4] == (1, 2, 2, 2) and prologue == (1, 2, 13, 13) and pooled == (1, 2, 7 * 8)
+    pool = next(g for g in ops_of(kernel, GenericOp) if len(g.iterator_types) == 3)
+    assert [str(i.data) for i in pool.iterator_types] == ["parallel"] * 3
+    assert maps_of(pool)[-2] == "(d0, d1, d2) -> (d0, d1, 0, 0, (d2 + 9))"
+    check_prologue_pool(text, (1, 2, 13, 13))
 
 
 def test_pool2d_window_larger_than_the_unrolled_limit_loops_over_its_rows():
