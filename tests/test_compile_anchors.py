@@ -200,7 +200,11 @@ def test_pad_between_elementwise_ops(shape, pads, dtype):
     check_compiled(text, sample(shape, dtype))
 
 
-@pytest.mark.parametrize("shapes, axis", [([(1,)], 0), ([(3, 1), (3, 7), (3, 2)], 1), ([(1, 7), (3, 7)], -2)])
+@pytest.mark.parametrize(
+    "shapes, axis",
+    [([(1,)], 0), ([(3, 1), (3, 7), (3, 2)], 1), ([(1, 7), (3, 7)], -2),
+     ([(2, 5, 3, 7), (2, 0, 3, 7), (2, 2, 3, 7)], 1), ([(2, 3, 3, 5), (2, 3, 3, 1)], -1)],
+)
 def test_concat_of_elementwise_values(shapes, axis):
     out = np.concatenate([np.zeros(s) for s in shapes], axis=axis).shape
     names = [f"%x{i}" for i in range(len(shapes))]

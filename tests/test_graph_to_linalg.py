@@ -792,6 +792,24 @@ func.func @main(%x: tensor<3x2xf32>, %y: tensor<3x5xf32>, %i: tensor<4xi64>) -> 
     assert load.memref is data.memref
 
 
+def test_concat_of_channels_loops_over_each_input_without_selects():
+    """ShuffleNet's concat + relu: one generic per input over its channels of the output (an empty
+    input gets none), each reading its input plainly, with (h, w) merged into one loop dim."""
+    a, e, b, o = tensor((1, 5, 3, 7)), tensor((1, 0, 3, 7)), tensor((1, 2, 3, 7)), tensor((1, 7, 3, 7))
+    text = (
+        f"func.func @main(%a: {a}, %e: {e}, %b: {b}) -> {o} {{\n"
+        f" %c = graph.concat %a, %e, %b {{axis = 1 : i64}} : ({a}, {e}, {b}) -> {o}\n"
+        f" %r = graph.relu %c : {o}\n func.return %r : {o}\n}}"
+    )
+    (kernel,) = kernels(text)
+    first, second = ops_of(kernel, GenericOp)
+    assert not ops_of(kernel, arith.SelectOp)
+    read = "(d0, d1, d2) -> (d0, d1, (d2 floordiv 7), (d2 mod 7))"  # after the extents of d2 and d1
+    assert maps_of(first)[2:] == [read, "(d0, d1, d2) -> (d0, (d1 floordiv 1), (d2 floordiv 7), (d2 mod 7))"]
+    assert maps_of(second)[2:] == [read, "(d0, d1, d2) -> (d0, (d1 + 5), (d2 floordiv 7), (d2 mod 7))"]
+    check(text, sample((1, 5, 3, 7)), sample((1, 0, 3, 7)), sample((1, 2, 3, 7), seed=1))
+
+
 def test_softmax_computes_each_exp_once_on_the_cpu():
     text = "func.func @main(%x: tensor<3x7xf32>) -> tensor<3x7xf32> {\n %0 = graph.softmax %x : (tensor<3x7xf32>) -> tensor<3x7xf32>\n func.return %0 : tensor<3x7xf32>\n}"
     (kernel,) = kernels(text)

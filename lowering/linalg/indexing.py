@@ -125,10 +125,15 @@ def _pad(body: LoopBody, op: graph.PadOp, index: Index) -> SSAValue:
 
 def _concat(body: LoopBody, op: graph.ConcatOp, index: Index) -> SSAValue:
     """The input whose span along the axis holds the element, read at the offset within it
-    (an input with no elements along the axis holds none, and is never read)."""
+    (an input with no elements along the axis holds none, and is never read); no select when
+    the loop only reaches one input's span (`Kernel.elementwise` over a span)."""
     axis = op.get("axis") % len(index)
-    position = body.index_value(index[axis])
     starts = list(itertools.accumulate((shape_of(x)[axis] for x in op.inputs), initial=0))
+    low, high = body.interval(index[axis])
+    for x, start, end in zip(op.inputs, starts, starts[1:]):
+        if start <= low and high < end:
+            return body.value(x, index[:axis] + (index[axis] - start,) + index[axis + 1 :])
+    position = body.index_value(index[axis])
     result = None
     for x, start, end in reversed(list(zip(op.inputs, starts, starts[1:]))):
         if start == end:
