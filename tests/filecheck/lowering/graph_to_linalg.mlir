@@ -132,9 +132,9 @@ func.func @main(%x: tensor<1x2x5x5xf64>, %w: tensor<4x2x3x3xf64>) -> tensor<1x4x
 // -----
 
 // max_pool2d (output rows of 16, not pooled over stride phases): a -inf-padded copy (a fill,
-// then x copied in), then one parallel generic over
-// (n, c, oh, ow) whose body reads the 3x3 window at constant offsets and takes their max (no
-// accumulation in memory): a select of the greater per tap, NaN where an unordered pair finds one.
+// then x copied in), then one parallel generic over (n, c, oh, ow) whose body reads the 3x3
+// window at constant offsets and takes their max (no accumulation in memory): a select of the
+// greater per tap, NaN where an unordered pair finds one.
 // CHECK-LABEL: func.func @max_pool2d_0(%0: memref<1x1x4x32xf32>, %1: memref<1x1x2x16xf32>)
 // CHECK:         %[[PADDED:.*]] = memref.alloc() : memref<1x1x5x33xf32>
 // CHECK:           arith.constant 0xff800000 : f32
