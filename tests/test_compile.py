@@ -90,6 +90,13 @@ def transpose_reshape_mul(b, x, y):
     return b.mul(b.reshape(b.transpose(x, perm=[1, 0]), (21,)), y)
 
 
+def channel_shuffle_relu(b, x):
+    """ShuffleNet's shuffle of 2 groups (Reshape, Transpose, Reshape), then relu; x is [N, C, H, W]."""
+    n, c, h, w = x.type.get_shape()
+    grouped = b.reshape(x, (n, 2, c // 2, h, w))
+    return b.relu(b.reshape(b.transpose(grouped, perm=[0, 2, 1, 3, 4]), (n, c, h, w)))
+
+
 def layer_norm_two_uses(b, x, scale, bias):
     normalized = b.layer_norm(x, scale, bias)
     return b.mul(normalized, normalized), b.sigmoid(normalized)
@@ -172,6 +179,8 @@ GROUPS = [
     Case("chain[exp reduce_sum]", exp_reduce_sum, ("7x1023xf32",), F32_REDUCE),
     Case("chain[matmul add gelu]", matmul_add_gelu, ("3x7xf32", "7x1025xf32", "1025xf32"), F32_REDUCE),
     Case("chain[transpose reshape mul]", transpose_reshape_mul, ("3x7xf32", "21xf32")),
+    Case("chain[channel shuffle relu]", channel_shuffle_relu, ("2x6x5x7xf32",)),
+    Case("chain[channel shuffle relu, long rows]", channel_shuffle_relu, ("1x6x3x67xf32",)),
     Case("chain[layer_norm, two uses]", layer_norm_two_uses, ("3x1023xf32", "1023xf32", "1023xf32"), F32_REDUCE),
     Case("chain[pad relu]", pad_relu, ("3x7xf32",)),
 ]

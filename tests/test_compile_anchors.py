@@ -156,6 +156,25 @@ def test_pool2d_with_epilogue(op, x, kernel, strides, padding):
     check_compiled(text, -np.abs(values) - 1, rtol=1e-4)  # all negative: padding must never win a max
 
 
+@pytest.mark.parametrize(
+    "x, kernel, strides, padding",
+    [((1, 3, 11, 13), (3, 3), (2, 2), (1, 1, 1, 1)), ((1, 2, 5, 37), (3, 3), (2, 2), (1, 1, 1, 1)),
+     ((2, 2, 9, 18), (9, 9), (9, 9), (0, 0, 0, 0))],
+    ids=["over stride phases", "unrolled", "window rows looped"],
+)
+def test_max_pool2d_propagates_nan_from_any_tap(x, kernel, strides, padding):
+    """A NaN anywhere in a window makes its max NaN, whichever tap holds it; inf and -inf win or lose
+    as numbers (about one element in five is special)."""
+    name, attributes = pool_op("max_pool2d", kernel, strides, padding)
+    text = unary(f"graph.{name} %x {{{attributes}}}", x, pool2d(x, kernel, strides, padding), epilogue="graph.neg")
+    rng = np.random.default_rng(3)
+    values = sample(x)
+    special = rng.random(x) < 0.2
+    values[special] = rng.choice([np.nan, np.inf, -np.inf], special.sum())
+    check_compiled(text, values)
+    check_compiled(text.replace("f32", "f64"), values.astype(np.float64))
+
+
 # ----------------------------------------------------------------------------------------
 # Pad, concat and gather inside elementwise groups
 # ----------------------------------------------------------------------------------------
@@ -181,7 +200,11 @@ def test_pad_between_elementwise_ops(shape, pads, dtype):
     check_compiled(text, sample(shape, dtype))
 
 
-@pytest.mark.parametrize("shapes, axis", [([(1,)], 0), ([(3, 1), (3, 7), (3, 2)], 1), ([(1, 7), (3, 7)], -2)])
+@pytest.mark.parametrize(
+    "shapes, axis",
+    [([(1,)], 0), ([(3, 1), (3, 7), (3, 2)], 1), ([(1, 7), (3, 7)], -2),
+     ([(2, 5, 3, 7), (2, 0, 3, 7), (2, 2, 3, 7)], 1), ([(2, 3, 3, 5), (2, 3, 3, 1)], -1)],
+)
 def test_concat_of_elementwise_values(shapes, axis):
     out = np.concatenate([np.zeros(s) for s in shapes], axis=axis).shape
     names = [f"%x{i}" for i in range(len(shapes))]

@@ -364,7 +364,8 @@ def test_slice(shape, starts, ends, steps):
 @pytest.mark.parametrize(
     "source, target",
     [((2, 3, 4), (6, 4)), ((6, 4), (2, 12)), ((1, 7), (7, 1)), ((2, 6), (3, 4)), ((1, 6, 1, 4), (3, 1, 8)),
-     ((4, 6, 5), (2, 2, 30)), ((2, 0, 3), (0, 6))],
+     ((4, 6, 5), (2, 2, 30)), ((2, 0, 3), (0, 6)), ((1, 6, 5, 3), (1, 2, 3, 5, 3)), ((2, 3, 5, 3), (6, 15)),
+     ((3, 1, 4), (12,)), ((12,), (3, 1, 4, 1)), ((1, 1), (1,)), ((), (1, 1))],
 )
 def test_reshape(source, target):
     s, t = tensor(source), tensor(target)
@@ -388,6 +389,20 @@ def test_reshape_that_splits_heads_reads_at_a_sum():
     (generic,) = ops_of(kernel, GenericOp)
     assert maps_of(generic)[0] == "(d0, d1, d2, d3) -> (0, d2, ((d1 * 64) + d3))"
     check(text, sample((1, 5, 128)))
+
+
+def test_channel_shuffle_reads_whole_rows_without_division():
+    """ShuffleNet's shuffle: the channel of the read is `d2 * 3 + d1`, H and W are the output's
+    (the reshape splits one dim, so its index map divides nothing per element)."""
+    s, g, t = tensor((1, 6, 5, 70)), tensor((1, 2, 3, 5, 70)), tensor((1, 3, 2, 5, 70))
+    text = (
+        f"func.func @main(%x: {s}) -> {t} {{\n %0 = graph.reshape %x : ({s}) -> {g}\n"
+        f" %1 = graph.transpose %0 {{perm = array<i64: 0, 2, 1, 3, 4>}} : ({g}) -> {t}\n func.return %1 : {t}\n}}"
+    )
+    (kernel,) = kernels(text)
+    (generic,) = ops_of(kernel, GenericOp)
+    assert maps_of(generic)[0] == "(d0, d1, d2, d3, d4) -> (0, ((d2 * 3) + d1), d3, d4)"
+    check(text, sample((1, 6, 5, 70)))
 
 
 def test_supports_names_what_it_rejects():
@@ -726,16 +741,16 @@ def test_padded_pool2d_reduces_the_unrolled_window_of_a_padded_copy(op, divides_
     attributes = POOL_ATTRIBUTES
     if divides_by_count is not None:
         attributes += f", count_include_pad = {str(not divides_by_count).lower()}"
-    t, o = tensor((1, 2, 7, 7)), tensor((1, 2, 7, 7))
+    t, o = tensor((1, 2, 7, 20)), tensor((1, 2, 7, 20))  # output rows of 20: not over stride phases
     text = f"func.func @main(%x: {t}) -> {o} {{\n %0 = graph.{op} %x {{{attributes}}} : ({t}) -> {o}\n func.return %0 : {o}\n}}"
     (kernel,) = kernels(text)
     (padded,) = data_buffers(kernel)
-    assert padded.type.get_shape() == (1, 2, 9, 8)
+    assert padded.type.get_shape() == (1, 2, 9, 21)
     fills, loops = fills_and_loops(kernel)
     fill, (copy, pool) = fills[0], loops[:2]  # x copied into the filled buffer: no selects
     assert list(fill.outputs) == list(copy.outputs)
     assert maps_of(copy)[1] == "(d0, d1, d2, d3) -> (d0, d1, (d2 + 1), (d3 floordiv 1))"
-    assert not ops_of(kernel, arith.SelectOp) and not ops_of(kernel, memref.LoadOp)
+    assert not ops_of(copy, arith.SelectOp) and not ops_of(kernel, memref.LoadOp)
     assert [str(i.data) for i in pool.iterator_types] == ["parallel"] * 4
     assert len(pool.inputs) == 6 and set(pool.inputs) == {padded}
     assert maps_of(pool)[0] == "(d0, d1, d2, d3) -> (d0, d1, (d2 floordiv 1), (d3 floordiv 1))"
@@ -765,23 +780,38 @@ def check_prologue_pool(text, x_shape):
 
 
 def test_pool2d_computes_its_prologue_at_each_tap_of_windows_that_do_not_overlap():
-    text = prologue_pool((2, 3, 7, 6), (2, 3, 2, 3), "kernel = array<i64: 3, 2>, strides = array<i64: 3, 2>")
+    text = prologue_pool((2, 3, 7, 34), (2, 3, 2, 17), "kernel = array<i64: 3, 2>, strides = array<i64: 3, 2>")
     (kernel,) = kernels(text)
     assert not ops_of(kernel, memref.AllocOp)
     (pool,) = ops_of(kernel, GenericOp)
     assert len(ops_of(pool, arith.AddfOp)) == 6  # the prologue, once per tap
     assert maps_of(pool)[0] == "(d0, d1, d2, d3) -> (d0, d1, (d2 * 3), (d3 * 2))"
-    check_prologue_pool(text, (2, 3, 7, 6))
+    check_prologue_pool(text, (2, 3, 7, 34))
 
 
 def test_pool2d_computes_a_prologue_once_for_overlapping_windows():
-    text = prologue_pool((1, 2, 6, 5), (1, 2, 2, 3), "kernel = array<i64: 3, 3>, strides = array<i64: 2, 1>")
+    text = prologue_pool((1, 2, 6, 20), (1, 2, 2, 18), "kernel = array<i64: 3, 3>, strides = array<i64: 2, 1>")
     (kernel,) = kernels(text)
     (temporary,) = ops_of(kernel, memref.AllocOp)
-    assert temporary.memref.type.get_shape() == (1, 2, 6, 5)
+    assert temporary.memref.type.get_shape() == (1, 2, 6, 20)
     prologue, pool = ops_of(kernel, GenericOp)
     assert set(pool.inputs) == {temporary.memref} and not ops_of(pool, arith.AddfOp)
-    check_prologue_pool(text, (1, 2, 6, 5))
+    check_prologue_pool(text, (1, 2, 6, 20))
+
+
+def test_pool2d_with_short_output_rows_reduces_over_stride_phases():
+    """3x3/2 windows, padding 1, over rows of 7 outputs: relu(x + b) computed once, copied into its
+    2 x 2 stride phases (-inf around it, rows of R = 8), one loop over all 7 * 8 positions p reading each tap
+    at stride 1 (tap (2, 2) in phase (0, 0) at p + R + 1), then the outputs picked out."""
+    attributes = "kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>"
+    text = prologue_pool((1, 2, 13, 13), (1, 2, 7, 7), attributes)
+    (kernel,) = kernels(text)
+    phases, prologue, pooled = (buffer.type.get_shape() for buffer in data_buffers(kernel))
+    assert phases[:4] == (1, 2, 2, 2) and prologue == (1, 2, 13, 13) and pooled == (1, 2, 7 * 8)
+    pool = next(g for g in ops_of(kernel, GenericOp) if len(g.iterator_types) == 3)
+    assert [str(i.data) for i in pool.iterator_types] == ["parallel"] * 3
+    assert maps_of(pool)[-2] == "(d0, d1, d2) -> (d0, d1, 0, 0, (d2 + 9))"
+    check_prologue_pool(text, (1, 2, 13, 13))
 
 
 def test_pool2d_window_larger_than_the_unrolled_limit_loops_over_its_rows():
@@ -820,6 +850,24 @@ func.func @main(%x: tensor<3x2xf32>, %y: tensor<3x5xf32>, %i: tensor<4xi64>) -> 
     assert all(load.memref is not data.memref for load in ops_of(padded, memref.LoadOp))
     (load,) = ops_of(gathered, memref.LoadOp)
     assert load.memref is data.memref
+
+
+def test_concat_of_channels_loops_over_each_input_without_selects():
+    """ShuffleNet's concat + relu: one generic per input over its channels of the output (an empty
+    input gets none), each reading its input plainly, with (h, w) merged into one loop dim."""
+    a, e, b, o = tensor((1, 5, 3, 7)), tensor((1, 0, 3, 7)), tensor((1, 2, 3, 7)), tensor((1, 7, 3, 7))
+    text = (
+        f"func.func @main(%a: {a}, %e: {e}, %b: {b}) -> {o} {{\n"
+        f" %c = graph.concat %a, %e, %b {{axis = 1 : i64}} : ({a}, {e}, {b}) -> {o}\n"
+        f" %r = graph.relu %c : {o}\n func.return %r : {o}\n}}"
+    )
+    (kernel,) = kernels(text)
+    first, second = ops_of(kernel, GenericOp)
+    assert not ops_of(kernel, arith.SelectOp)
+    read = "(d0, d1, d2) -> (d0, d1, (d2 floordiv 7), (d2 mod 7))"  # after the extents of d2 and d1
+    assert maps_of(first)[2:] == [read, "(d0, d1, d2) -> (d0, (d1 floordiv 1), (d2 floordiv 7), (d2 mod 7))"]
+    assert maps_of(second)[2:] == [read, "(d0, d1, d2) -> (d0, (d1 + 5), (d2 floordiv 7), (d2 mod 7))"]
+    check(text, sample((1, 5, 3, 7)), sample((1, 0, 3, 7)), sample((1, 2, 3, 7), seed=1))
 
 
 def test_softmax_computes_each_exp_once_on_the_cpu():

@@ -102,7 +102,7 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
     for i in range(block):
         total = body.output(i)
         for kw in range(kernel_w):
-            a, b, shift = _phase_index((kh * dh, AffineExpr.constant(kw * dw)), (0, 0), (sh, sw), row)
+            a, b, shift = phase_index((kh * dh, AffineExpr.constant(kw * dw)), (0, 0), (sh, sw), row)
             pixel = body.read(phases, (n, channel, a, b, p + shift))
             weight = body.value(op.w, (ob * block + i, c, kh, AffineExpr.constant(kw)))
             product = body.emit(arith.MulfOp(pixel, weight, CONTRACT))
@@ -118,26 +118,33 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
 
 
 def _conv_phases(kernel: Kernel, op: graph.Conv2dOp, slack: int = 0) -> tuple[SSAValue, int]:
-    """conv2d's x, zero-padded, in a buffer [N, C, sh, sw, L] of its stride phases, and the row length R.
+    """conv2d's x, zero-padded, in a buffer of its stride phases, and the row length R (`stride_phases`)."""
+    window, attributes = shape_of(op.w)[2:], (op.get(key) for key in ("dilations", "strides", "padding"))
+    return stride_phases(kernel, op.x, window, *attributes, shape_of(op.result)[2], 0, slack)
 
-    phases[n, c, a, b, i * R + j] = padded x[n, c, i * sh + a, j * sw + b] (0 outside x): a
-    zero fill, then x copied in. L covers x, the reads of all OH * R output positions and
-    `slack` more floats.
+
+def stride_phases(
+    kernel: Kernel, x: SSAValue, window: Sequence[int], dilations: Sequence[int], strides: Sequence[int],
+    padding: Sequence[int], out_h: int, fill: float, slack: int = 0,
+) -> tuple[SSAValue, int]:
+    """NCHW `x`, padded with `fill`, in a buffer [N, C, sh, sw, L] of its stride phases, and the row length R.
+
+    phases[n, c, a, b, i * R + j] = padded x[n, c, i * sh + a, j * sw + b] (`fill` outside x): a
+    fill, then x copied in. L covers x, the reads of a `window` (with `dilations`) at all
+    `out_h` * R output positions and `slack` more elements.
     """
-    x, (top, left, _, right) = op.x, op.get("padding")
+    top, left, _, right = padding
     _, in_channels, height, width = shape_of(x)
-    _, _, kernel_h, kernel_w = shape_of(op.w)
-    out_h = shape_of(op.result)[2]
-    (sh, sw), (dh, dw) = op.get("strides"), op.get("dilations")
+    (kernel_h, kernel_w), (sh, sw), (dh, dw) = window, strides, dilations
     row = -(-(width + left + right) // sw)
     reach = (kernel_h - 1) * dh // sh * row + (kernel_w - 1) * dw // sw
     length = max(out_h * row + reach, -(-(height + top) // sh) * row) + slack
     shape = (shape_of(x)[0], in_channels, sh, sw, length)
-    position = lambda h, w: _phase_index((h, w), (top, left), (sh, sw), row)
-    return _copied_into(kernel, x, shape, 0, position), row
+    position = lambda h, w: phase_index((h, w), (top, left), (sh, sw), row)
+    return _copied_into(kernel, x, shape, fill, position), row
 
 
-def _phase_index(position: Index, begins: Sequence[int], strides: Sequence[int], row: int) -> Index:
+def phase_index(position: Index, begins: Sequence[int], strides: Sequence[int], row: int) -> Index:
     """(phase a, phase b, flat index) of padded position (row, column) = `position` + `begins`
     in a buffer of stride phases with rows of `row`."""
     (h, w), (sh, sw) = (e + begin for e, begin in zip(position, begins)), strides

@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
+import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -52,41 +54,39 @@ def _strides(shape: Sequence[int]) -> list[int]:
     return [math.prod(shape[i + 1 :]) for i in range(len(shape))]
 
 
+def _reshape_groups(result_shape: Sequence[int], shape: Sequence[int]) -> list[tuple[range, range]]:
+    """Runs of consecutive result dims and operand dims that hold the same elements: cut wherever
+    both shapes' prefix products agree ([1, 4, 28, 56, 56] of [1, 112, 56, 56]: [1] [4, 28] [56] [56]
+    of [1] [112] [56] [56]). A size-1 dim after a cut joins the next run (the last run, at the end)."""
+    prefix_products = lambda sizes: set(itertools.accumulate(sizes, operator.mul))
+    cuts = sorted(prefix_products(result_shape) & prefix_products(shape)) or [1]
+
+    def runs(sizes: Sequence[int]) -> list[range]:
+        ends = list(itertools.accumulate(sizes, operator.mul))
+        stops = [bisect.bisect_left(ends, cut) + 1 for cut in cuts[:-1]] + [len(sizes)]
+        return [range(start, stop) for start, stop in zip([0, *stops], stops)]
+
+    return list(zip(runs(result_shape), runs(shape)))
+
+
 def _reshape_index(op, index: Index) -> Index:
-    """Row-major, one run of dims at a time: size-1 dims aside (read at 0), the result's and the
-    operand's dims split into the shortest runs of equal element counts, and each run's linear
-    position is split over the operand dims of its run only. A reshape that splits a dim reads
-    at a plain sum (heads: [s, 256] read at (s, h * 64 + d) for [s, 4, 64]), with no division
-    that would keep the loop from vectorizing; one that merges dims divides within the run."""
+    """Row-major, one run of dims at a time (`_reshape_groups`): the position within the run of
+    the result element, split over the operand's dims of the run. A run of one operand dim takes
+    the position as it is, so splitting or merging a dim costs no division per element."""
     result_shape, shape = shape_of(op.result), shape_of(op.x)
-    if 0 in shape:
-        return tuple(AffineExpr.constant(0) for _ in shape)
-    result_dims = [axis for axis, size in enumerate(result_shape) if size != 1]
-    operand_dims = [axis for axis, size in enumerate(shape) if size != 1]
-    source = [AffineExpr.constant(0)] * len(shape)
-    for result_run, operand_run in _equal_runs([result_shape[a] for a in result_dims], [shape[a] for a in operand_dims]):
-        result_axes = [result_dims[i] for i in result_run]
-        operand_axes = [operand_dims[i] for i in operand_run]
+    if 0 in shape:  # no element is ever read
+        return (AffineExpr.constant(0),) * len(shape)
+    source = []
+    for result_run, run in _reshape_groups(result_shape, shape):
         linear = AffineExpr.constant(0)
-        for axis, stride in zip(result_axes, _strides([result_shape[a] for a in result_axes])):
+        for axis, stride in zip(result_run, _strides([result_shape[a] for a in result_run])):
             linear = linear + index[axis] * stride
-        sizes = [shape[a] for a in operand_axes]
-        for position, (axis, stride) in enumerate(zip(operand_axes, _strides(sizes))):
+        first = True
+        for axis, stride in zip(run, _strides([shape[a] for a in run])):
             e = linear if stride == 1 else linear // stride
-            source[axis] = e if position == 0 else e % sizes[position]
+            source.append(AffineExpr.constant(0) if shape[axis] == 1 else e if first else e % shape[axis])
+            first = first and shape[axis] == 1
     return tuple(source)
-
-
-def _equal_runs(result_sizes: Sequence[int], sizes: Sequence[int]) -> list[tuple[range, range]]:
-    """(result positions, operand positions) of consecutive runs with equal element counts, cut
-    wherever both shapes' running products agree (sizes > 1, equal products in all)."""
-    result_ends = {math.prod(result_sizes[: i + 1]): i + 1 for i in range(len(result_sizes))}
-    ends = {math.prod(sizes[: i + 1]): i + 1 for i in range(len(sizes))}
-    runs, result_start, start = [], 0, 0
-    for product in sorted(result_ends.keys() & ends.keys()):
-        runs.append((range(result_start, result_ends[product]), range(start, ends[product])))
-        result_start, start = result_ends[product], ends[product]
-    return runs
 
 
 def _slice_index(op, index: Index) -> Index:
@@ -125,10 +125,15 @@ def _pad(body: LoopBody, op: graph.PadOp, index: Index) -> SSAValue:
 
 def _concat(body: LoopBody, op: graph.ConcatOp, index: Index) -> SSAValue:
     """The input whose span along the axis holds the element, read at the offset within it
-    (an input with no elements along the axis holds none, and is never read)."""
+    (an input with no elements along the axis holds none, and is never read); no select when
+    the loop only reaches one input's span (`Kernel.elementwise` over a span)."""
     axis = op.get("axis") % len(index)
-    position = body.index_value(index[axis])
     starts = list(itertools.accumulate((shape_of(x)[axis] for x in op.inputs), initial=0))
+    low, high = body.interval(index[axis])
+    for x, start, end in zip(op.inputs, starts, starts[1:]):
+        if start <= low and high < end:
+            return body.value(x, index[:axis] + (index[axis] - start,) + index[axis + 1 :])
+    position = body.index_value(index[axis])
     result = None
     for x, start, end in reversed(list(zip(op.inputs, starts, starts[1:]))):
         if start == end:

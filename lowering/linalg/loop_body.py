@@ -255,29 +255,43 @@ class Kernel:
         shape = buffer.type.get_shape()
         return self.loop(shape, [(buffer, dims_of(len(shape)))])
 
-    def elementwise(self, shape: Sequence[int], buffers: Sequence[SSAValue]) -> LoopBody:
-        """A parallel loop over `shape`, writing `buffers` (of that shape) at the element `body.dims`.
+    def elementwise(
+        self, shape: Sequence[int], buffers: Sequence[SSAValue], span: tuple[int, int, int] | None = None
+    ) -> LoopBody:
+        """A parallel loop over `shape`, writing `buffers` (of that shape) at the element `body.dims`;
+        with `span` = (axis, start, stop), only over the elements from start to stop along axis.
 
         On the CPU, when the last dim is shorter than SHORT_LOOP and there are at least three
         (d0, which row splitting slices, stays a loop of its own), the last two dims run as one
         loop dim f: the element's index is (f floordiv W, f mod W), which LLVM folds back into
         contiguous addresses, and `extent` gives f its bound. Not in a group that selects by
-        index (pad, concat, gather): their index arithmetic would divide once per element.
+        index (pad, concat, gather): their index arithmetic would divide once per element; a
+        concat whose inputs the loop's spans separate (`_lower_elementwise`) selects nothing.
         """
-        dims = dims_of(len(shape))
-        if not self.merges_short_rows(shape):
-            return self.loop(shape, [(buffer, dims) for buffer in buffers])
-        flat = dims[-2]
-        index = (*dims[:-2], flat // shape[-1], flat % shape[-1])
-        bounds = (*shape[:-2], shape[-2] * shape[-1])
-        body = LoopBody(self, bounds, set(), [(buffer, index) for buffer in buffers], index)
-        body.read(self.extent(bounds[-1]), (flat,))
+        rank = len(shape)
+        dims = dims_of(rank)
+        bounds, index = list(shape), list(dims)
+        if span is not None:
+            axis, start, stop = span
+            bounds[axis], index[axis] = stop - start, dims[axis] + start
+        merges = self.merges_short_rows(shape, span)
+        if merges:
+            flat = dims[-2]
+            index[-2:] = flat // shape[-1], flat % shape[-1]
+            bounds[-2:] = [shape[-2] * shape[-1]]
+        body = LoopBody(self, bounds, set(), [(buffer, tuple(index)) for buffer in buffers], tuple(index))
+        if merges:
+            body.read(self.extent(bounds[-1]), (dims[-2],))
+        if span is not None:
+            body.read(self.extent(bounds[span[0]]), (dims[span[0]],))
         return body
 
-    def merges_short_rows(self, shape: Sequence[int]) -> bool:
-        """Whether `elementwise` runs the last two dims of `shape` as one loop (see there)."""
-        selects = any(op.name in SELECTING_RULES for op in self.group.ops)
-        return self.schedule.merges_short_rows() and not selects and len(shape) >= 3 and shape[-1] < SHORT_LOOP
+    def merges_short_rows(self, shape: Sequence[int], span: tuple[int, int, int] | None = None) -> bool:
+        """Whether `elementwise` runs the last two dims of `shape` (over `span`) as one loop (see there)."""
+        selects = any(op.name in SELECTING_RULES for op in self.group.ops if span is None or op.name != "graph.concat")
+        cuts_a_row = span is not None and span[0] >= len(shape) - 2
+        short = len(shape) >= 3 and shape[-1] < SHORT_LOOP
+        return self.schedule.merges_short_rows() and not selects and not cuts_a_row and short
 
     def extent(self, size: int) -> SSAValue:
         """A buffer of `size` elements, read only to give a loop dim its bound (linalg infers loop
