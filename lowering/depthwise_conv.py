@@ -86,7 +86,7 @@ def _parameters(name_: str) -> tuple[tuple[int, int], tuple[int, int], tuple[int
 
 
 def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
-    """LLVM IR defining `void @name_(ptr x, ptr w, ptr out)` for these memref types."""
+    """LLVM IR defining `void @name_(ptr x, ptr w, <the tile epilogue's operands>, ptr out)` for these memref types."""
     return _Ukernel(name_, types).text()
 
 

@@ -83,7 +83,7 @@ def _parameters(name_: str) -> tuple[int, tuple[int, int], tuple[tile_epilogue.S
 
 
 def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
-    """LLVM IR defining `void @name_(ptr phases, ptr w, ptr out)` for these memref types."""
+    """LLVM IR defining `void @name_(ptr phases, ptr w, <the tile epilogue's operands>, ptr out)` for these memref types."""
     return _Ukernel(name_, types).text()
 
 
