@@ -32,8 +32,6 @@ One child process per thread count, with models.py's environment (timing.thread_
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 import tempfile
 import time
@@ -47,7 +45,14 @@ from graphopt.dialects import graph
 
 from end_to_end import environment, graphopt_runner, onnxruntime_runner
 from models import MODELS, load_model, model_inputs
-from timing import interleaved_medians, parse_model_arguments, results_per_thread_count, write_json
+from timing import (
+    child_thread_count,
+    interleaved_medians,
+    parse_model_arguments,
+    results_per_thread_count,
+    write_child_result,
+    write_json,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from make_transformer_models import TRANSFORMER_MODELS
@@ -129,10 +134,9 @@ def parse_arguments() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_arguments()
-    if "GRAPHOPT_BENCHMARK_RESULT" in os.environ:
-        threads = int(os.environ["GRAPHOPT_THREADS"])
-        rows = {name: measure_model(name, threads, args.repeat, args.cache) for name in args.models.split(",")}
-        Path(os.environ["GRAPHOPT_BENCHMARK_RESULT"]).write_text(json.dumps(rows))
+    threads = child_thread_count()
+    if threads is not None:
+        write_child_result({name: measure_model(name, threads, args.repeat, args.cache) for name in args.models.split(",")})
         return
     results = {**environment(), "repeat": args.repeat, "threads": {}}
     with tempfile.TemporaryDirectory() as scratch:

@@ -35,7 +35,6 @@ machine and versions; --png draws the ratios as bar charts, one per thread count
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import platform
@@ -61,7 +60,7 @@ from graphopt.backends.measure import cpu_model
 from graphopt.dialects import graph
 
 from cpu_codegen import numpy_layer_norm, numpy_softmax
-from timing import pyplot, results_per_thread_count, write_json
+from timing import child_thread_count, pyplot, results_per_thread_count, write_child_result, write_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from make_examples import small_normal, xavier_normal
@@ -520,10 +519,9 @@ def main() -> None:
     parser.add_argument("--cost-cache", help="measured-cost cache file (default: a fresh one for this run)")
     parser.add_argument("--only", help="comma-separated parts of workload names: run just those (e.g. BERT,GPT-2)")
     args = parser.parse_args()
-    if "GRAPHOPT_BENCHMARK_RESULT" in os.environ:
-        only = args.only.split(",") if args.only else None
-        result = measure(args.repeat, int(os.environ["GRAPHOPT_THREADS"]), args.cost_cache, only)
-        Path(os.environ["GRAPHOPT_BENCHMARK_RESULT"]).write_text(json.dumps(result))
+    threads = child_thread_count()
+    if threads is not None:
+        write_child_result(measure(args.repeat, threads, args.cost_cache, args.only.split(",") if args.only else None))
         return
     results = {**environment(), "repeat": args.repeat, "threads": {}}
     with tempfile.TemporaryDirectory() as scratch:

@@ -31,9 +31,7 @@ median, ratio and profile row; --png draws the ratios, one bar group per thread 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
 import sys
 import tempfile
 from collections.abc import Callable
@@ -45,7 +43,15 @@ import onnx
 import graphopt
 
 from end_to_end import environment, graphopt_runner, onnxruntime_runner
-from timing import interleaved_medians, parse_model_arguments, pyplot, results_per_thread_count, write_json
+from timing import (
+    child_thread_count,
+    interleaved_medians,
+    parse_model_arguments,
+    pyplot,
+    results_per_thread_count,
+    write_child_result,
+    write_json,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from make_examples import small_normal, xavier_normal
@@ -233,10 +239,9 @@ def parse_arguments() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_arguments()
-    if "GRAPHOPT_BENCHMARK_RESULT" in os.environ:
-        threads = int(os.environ["GRAPHOPT_THREADS"])
-        rows = {name: measure_model(name, threads, args.repeat, args.profile) for name in args.models.split(",")}
-        Path(os.environ["GRAPHOPT_BENCHMARK_RESULT"]).write_text(json.dumps(rows))
+    threads = child_thread_count()
+    if threads is not None:
+        write_child_result({name: measure_model(name, threads, args.repeat, args.profile) for name in args.models.split(",")})
         return
     results = {**environment(), "repeat": args.repeat, "threads": {}}
     with tempfile.TemporaryDirectory() as scratch:

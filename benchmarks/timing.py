@@ -83,6 +83,16 @@ def results_per_thread_count(thread_counts: Sequence[str], arguments: Sequence[s
     return results
 
 
+def child_thread_count() -> int | None:
+    """The thread count this process measures at when `results_per_thread_count` started it, else None."""
+    return int(os.environ["GRAPHOPT_THREADS"]) if "GRAPHOPT_BENCHMARK_RESULT" in os.environ else None
+
+
+def write_child_result(result: object) -> None:
+    """Hand `result` (JSON data) to the `results_per_thread_count` that started this process."""
+    Path(os.environ["GRAPHOPT_BENCHMARK_RESULT"]).write_text(json.dumps(result))
+
+
 def thread_environment(threads: int | str, result_path: str) -> dict[str, str]:
     """The environment of a benchmark's child process for one thread count: graphopt, OpenBLAS
     at `threads`; idle OpenMP and OpenBLAS workers not spinning on the cores the next system
