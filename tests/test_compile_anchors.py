@@ -60,6 +60,32 @@ def test_matmul_bias_relu(a, b):
     check_compiled(text, sample(a), sample(b, seed=1, specials=False), sample(out[-1:], seed=2), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("batch, heads, seq, depth", [(1, 1, 1, 1), (2, 3, 5, 7), (2, 4, 17, 16), (1, 2, 130, 64)])
+def test_scores_with_unsqueezed_mask_in_epilogue(batch, heads, seq, depth):
+    """BERT's scores: q @ k, scaled, plus (1 - mask) * -10000 with the [batch, seq] mask
+    unsqueezed to [batch, 1, 1, seq]; the reshape runs in the matmul's epilogue, then softmax."""
+    q, k, m, s = (batch, heads, seq, depth), (batch, heads, depth, seq), (batch, seq), (batch, heads, seq, seq)
+    um = (batch, 1, 1, seq)
+    text = (
+        f"func.func @main(%q: {tensor(q)}, %k: {tensor(k)}, %m: {tensor(m)}) -> {tensor(s)} {{\n"
+        " %one = graph.constant dense<1.0> : tensor<f32>\n"
+        " %big = graph.constant dense<-10000.0> : tensor<f32>\n"
+        " %scale = graph.constant dense<8.0> : tensor<f32>\n"
+        f" %0 = graph.reshape %m : ({tensor(m)}) -> {tensor(um)}\n"
+        f" %1 = graph.sub %one, %0 : (tensor<f32>, {tensor(um)}) -> {tensor(um)}\n"
+        f" %2 = graph.mul %1, %big : ({tensor(um)}, tensor<f32>) -> {tensor(um)}\n"
+        f" %3 = graph.matmul %q, %k : ({tensor(q)}, {tensor(k)}) -> {tensor(s)}\n"
+        f" %4 = graph.div %3, %scale : ({tensor(s)}, tensor<f32>) -> {tensor(s)}\n"
+        f" %5 = graph.add %4, %2 : ({tensor(s)}, {tensor(um)}) -> {tensor(s)}\n"
+        f" %6 = graph.softmax %5 {{axis = 3 : i64}} : ({tensor(s)}) -> {tensor(s)}\n"
+        f" func.return %6 : {tensor(s)}\n}}"
+    )
+    mask = (np.random.default_rng(3).random(m) < 0.7).astype(np.float32)
+    check_compiled(text, sample(q), sample(k, seed=1, specials=False), mask, rtol=1e-4, atol=1e-5)
+    steps = graphopt.compile(graphopt.parse(text)).report()
+    assert any("reshape" in line and "matmul" in line for line in steps.splitlines()), steps
+
+
 # ----------------------------------------------------------------------------------------
 # Reductions (accumulated with reassoc, so vectorized: long rows exercise the vector loop and its tail)
 # ----------------------------------------------------------------------------------------

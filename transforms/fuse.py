@@ -23,6 +23,7 @@ How groups form, in order:
    - an anchor group (matmul, conv2d, pooling): the paths and the end are elementwise (epilogue);
    - a reduction group ends fusion (no op is fused after a reduction);
    - at most `max-anchors` anchors/reductions and `max-ops` ops per group; never a cycle.
+   A reshape that only inserts or drops unit dims counts as elementwise here (TVM's expand_dims).
 3. With `multi-output`, a producer group also merges into one consumer group when its value is
    used elsewhere too (the group yields it), and sibling elementwise/injective groups reading
    one value merge.
@@ -156,7 +157,7 @@ class FusionGraph:
         return sorted(found, key=self.position.__getitem__)
 
     def _singleton(self, op: Operation) -> Group:
-        category = category_of(op)
+        category = _fusion_category(op)
         fixed = None
         if NO_FUSE in op.attributes:
             fixed = "no_fuse"
@@ -221,6 +222,19 @@ class FusionGraph:
 
     def group_escapes(self, group: Group) -> bool:
         return any(op in self.escapes for op in group.ops)
+
+
+def _fusion_category(op: Operation) -> Category:
+    """op's category for fusion: its declared one, except that a reshape which only inserts or
+    drops unit dims (ONNX's Unsqueeze and Squeeze) is elementwise, as TVM counts expand_dims:
+    it moves no element, so an epilogue or a reduction's input may take it."""
+    if isinstance(op, graph.ReshapeOp) and _non_unit(op.x.type) == _non_unit(op.result.type):
+        return Category.ELEMENTWISE
+    return category_of(op)
+
+
+def _non_unit(tensor_type) -> tuple[int, ...]:
+    return tuple(size for size in tensor_type.get_shape() if size != 1)
 
 
 def _is_cheap(op: Operation) -> bool:

@@ -48,6 +48,42 @@ func.func @anchor_epilogue(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor
 
 // -----
 
+// A reshape that only inserts unit dims (ONNX Unsqueeze) moves no element: it counts as
+// elementwise, so an attention mask computed from [batch, seq] joins the scores' epilogue.
+// CHECK-LABEL: func.func @unsqueeze_in_epilogue
+// CHECK-NEXT:    %[[G:.*]] = graph.fused(%m, %q, %k) {name = "fused_reshape_sub_matmul_add_0", mode = "compile"}
+// CHECK:           graph.reshape
+// CHECK:           graph.matmul
+// CHECK:           graph.add
+// CHECK-NEXT:      graph.yield
+// CHECK:         graph.softmax %[[G]]
+func.func @unsqueeze_in_epilogue(%m: tensor<2x8xf32>, %q: tensor<2x3x8x4xf32>, %k: tensor<2x3x4x8xf32>) -> tensor<2x3x8x8xf32> {
+  %one = graph.constant dense<1.0> : tensor<f32>
+  %0 = graph.reshape %m : (tensor<2x8xf32>) -> tensor<2x1x1x8xf32>
+  %1 = graph.sub %one, %0 : (tensor<f32>, tensor<2x1x1x8xf32>) -> tensor<2x1x1x8xf32>
+  %2 = graph.matmul %q, %k : (tensor<2x3x8x4xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x8x8xf32>
+  %3 = graph.add %2, %1 : (tensor<2x3x8x8xf32>, tensor<2x1x1x8xf32>) -> tensor<2x3x8x8xf32>
+  %4 = graph.softmax %3 {axis = 3 : i64} : (tensor<2x3x8x8xf32>) -> tensor<2x3x8x8xf32>
+  func.return %4 : tensor<2x3x8x8xf32>
+}
+
+// -----
+
+// A reshape that regroups elements stays injective: the add joins it, not the matmul's epilogue.
+// CHECK-LABEL: func.func @regrouping_reshape_not_in_epilogue
+// CHECK-NEXT:    %[[M:.*]] = graph.matmul %q, %k
+// CHECK-NEXT:    graph.fused(%m, %[[M]]) {name = "fused_reshape_sub_add_0", mode = "compile"}
+func.func @regrouping_reshape_not_in_epilogue(%m: tensor<8x2xf32>, %q: tensor<4x8x4xf32>, %k: tensor<4x4x16xf32>) -> tensor<4x8x16xf32> {
+  %one = graph.constant dense<1.0> : tensor<f32>
+  %0 = graph.reshape %m : (tensor<8x2xf32>) -> tensor<16xf32>
+  %1 = graph.sub %one, %0 : (tensor<f32>, tensor<16xf32>) -> tensor<16xf32>
+  %2 = graph.matmul %q, %k : (tensor<4x8x4xf32>, tensor<4x4x16xf32>) -> tensor<4x8x16xf32>
+  %3 = graph.add %2, %1 : (tensor<4x8x16xf32>, tensor<16xf32>) -> tensor<4x8x16xf32>
+  func.return %3 : tensor<4x8x16xf32>
+}
+
+// -----
+
 // Elementwise producers fuse into a reduction; the reduction ends the group.
 // CHECK-LABEL: func.func @into_reduction
 // CHECK-NEXT:    %[[G:.*]] = graph.fused(%x) {name = "fused_mul_exp_softmax_0", mode = "compile"}
