@@ -104,6 +104,19 @@ def test_row_reductions(op, shape):
     check_compiled(text, x, rtol=1e-4)
 
 
+@pytest.mark.parametrize("shape, axes", [((1, 3, 5, 7), (2, 3)), ((2, 3, 56, 56), (2, 3)), ((2, 5, 9, 130), (1, 2, 3)), ((3, 1, 1), (1, 2))])
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_mean", "reduce_max"])
+@pytest.mark.parametrize("keepdims", ["true", "false"])
+def test_reductions_of_the_last_two_dims(op, shape, axes, keepdims):
+    """Global pools: the reduced last two dims run as one loop on the CPU."""
+    kept = tuple(1 if i in axes else size for i, size in enumerate(shape) if keepdims == "true" or i not in axes)
+    attributes = f"{{axes = array<i64: {', '.join(map(str, axes))}>, keepdims = {keepdims}}}"
+    text = unary(f"graph.{op} %x {attributes}", shape, kept, epilogue="graph.neg")
+    x = sample(shape, specials=False)
+    x.flat[-1], x.flat[0] = np.nan, -np.inf
+    check_compiled(text, x, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("shape", ROWS)
 @pytest.mark.parametrize("op", ["softmax", "log_softmax"])
 def test_softmax_rows(op, shape):

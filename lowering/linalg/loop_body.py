@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from xdsl.builder import Builder
@@ -249,6 +249,29 @@ class Kernel:
     ) -> LoopBody:
         """A loop nest over `bounds` (dims in `reduced` are reduction dims) writing `outputs`."""
         return LoopBody(self, bounds, reduced, outputs)
+
+    def reduction(
+        self, shape: Sequence[int], reduced: set[int], outputs: Callable[[Index], Sequence[tuple[SSAValue, Index]]]
+    ) -> LoopBody:
+        """A loop nest over `shape` reducing the dims in `reduced`, writing `outputs(index)`, where
+        index (`body.dims`) is the element of `shape` an iteration reads.
+
+        On the CPU, when the last two dims are both reduced (a global average pool), they run
+        as one loop dim f, as in `elementwise`. Alone, an inner loop shorter than LLVM's vector
+        loop (4 x 16 lanes) runs scalar: over 1x144x56x56 the sum took 116 us, merged 16 us;
+        over 1x96x112x112, 171 us and 48 us. Rows of 7x7 (49) stay scalar either way.
+        """
+        rank = len(shape)
+        dims = dims_of(rank)
+        merges = self.schedule.merges_short_rows() and {rank - 2, rank - 1} <= reduced
+        if not merges:
+            return LoopBody(self, shape, reduced, outputs(dims))
+        flat = dims[-2]
+        index = dims[:-2] + (flat // shape[-1], flat % shape[-1])
+        bounds = tuple(shape[:-2]) + (shape[-2] * shape[-1],)
+        body = LoopBody(self, bounds, {d for d in reduced if d < rank - 1}, outputs(index), index)
+        body.read(self.extent(bounds[-1]), (flat,))
+        return body
 
     def parallel(self, buffer: SSAValue) -> LoopBody:
         """A loop over every element of `buffer`, writing it."""

@@ -58,7 +58,7 @@ def lower_reduce(kernel: Kernel, op: graph.ReductionOp, out: SSAValue) -> None:
     shape, element = shape_of(x), element_of(x)
     reduced = {a % len(shape) for a in op.get("axes")}
     kernel.fill(out, op.IDENTITY.of(element))
-    body = kernel.loop(shape, [(out, _kept(dims_of(len(shape)), reduced, op.get("keepdims")))], reduced)
+    body = kernel.reduction(shape, reduced, lambda index: [(out, _kept(index, reduced, op.get("keepdims")))])
     body.finish([COMBINES[type(op)](body, op, body.output(0), body.value(x, body.dims))])
     if isinstance(op, graph.ReduceMeanOp):
         body = kernel.parallel(out)

@@ -77,8 +77,8 @@ class PlainSchedule:
         return False
 
     def merges_short_rows(self) -> bool:
-        """Whether an elementwise loop over short rows runs its last two dims as one
-        (`Kernel.elementwise`)."""
+        """Whether an elementwise loop over short rows, and a reduction of the last two dims,
+        runs those dims as one loop (`Kernel.elementwise`, `Kernel.reduction`)."""
         return False
 
 
