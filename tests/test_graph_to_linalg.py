@@ -304,6 +304,30 @@ def test_constants_splat_inline_and_full_as_marked_arguments():
     check(CONSTANTS, sample((2, 3)))
 
 
+SPLAT_WEIGHTS = """
+func.func @main(%x: tensor<1x3x5x5xf32>) -> tensor<1x4x5x5xf32> {
+  %w = graph.constant dense<0.25> : tensor<4x3x3x3xf32>
+  %b = graph.constant dense<0.5> : tensor<1x4x1x1xf32>
+  %0 = graph.conv2d %x, %w {strides = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x5x5xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x5x5xf32>
+  %1 = graph.add %0, %b : (tensor<1x4x5x5xf32>, tensor<1x4x1x1xf32>) -> tensor<1x4x5x5xf32>
+  func.return %1 : tensor<1x4x5x5xf32>
+}
+"""
+
+
+def test_splat_conv_weights_are_a_constant_argument():
+    """A conv reads w from memory: a splat w is passed like dense weights, not filled per call;
+    the splat bias stays inline."""
+    (kernel,) = [k for k in kernels(SPLAT_WEIGHTS) if "graph.kernel" in k.attributes]
+    assert [str(t) for t in kernel.function_type.inputs] == [
+        "memref<1x3x5x5xf32>", "memref<4x3x3x3xf32>", "memref<1x4x5x5xf32>"
+    ]
+    assert CONSTANT_ARG_ATTR in kernel.arg_attrs.data[1].data
+    assert not [op for op in kernel.walk() if isinstance(op, FillOp) and op.outputs[0].type == kernel.args[1].type]
+    module, x = graphopt.parse(SPLAT_WEIGHTS), sample((1, 3, 5, 5))
+    np.testing.assert_allclose(graphopt.compile(module)(x)[0], graphopt.interpret(module, x)[0], rtol=1e-5, equal_nan=True)
+
+
 # ----------------------------------------------------------------------------------------
 # Injective ops as index maps
 # ----------------------------------------------------------------------------------------

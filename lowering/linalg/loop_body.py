@@ -208,6 +208,14 @@ CPU: LLVM would unroll the short loop whole and vectorize the loop around it wit
 scatters (an NCHW add + relu over 16x8x28x28 ran 7x, over 16x64x7x7 9x, faster merged; measured)."""
 
 
+def _read_from_memory(constant: SSAValue) -> bool:
+    """Whether an op reads this constant from a buffer: a conv's weights (its ukernels load w).
+    A splat constant is otherwise built in the loop that uses it; as w it would be filled into a
+    temporary at every call (ResNet-50's 512x512x3x3 w, 9.4 MB, in the light zoo, whose weights
+    are ConstantOfShape fills), so it is passed as a constant argument like any other weight."""
+    return any(isinstance(use.operation, graph.Conv2dOp) and use.index == 1 for use in constant.uses)
+
+
 class Kernel:
     """The function of one group: argument buffers, temporaries, and the generics over them."""
 
@@ -221,7 +229,7 @@ class Kernel:
             op.result
             for op in group.ops
             if isinstance(op, graph.ConstantOp)
-            and not is_splat(op.value)
+            and (not is_splat(op.value) or _read_from_memory(op.result))
             and any(use.operation not in packed or use.index != 1 for use in op.result.uses)
         ]
         self.weights = list(dict.fromkeys(op.b for op in packed))
