@@ -4,7 +4,7 @@
     %t = math.tanh %x : f32    ->   clamp, two polynomials in x*x (llvm.intr.fma), llvm.fdiv, llvm.select
     %r = math.erf %x : f64     ->   %r = llvm.call @erf(%x) : (f64) -> f64   (plus `llvm.func @erf(f64) -> f64`)
 
-f32 exp, log, tanh and erf expand inline (a few ulp, no branches, no calls), so loops around
+f32 exp, log, pow, tanh and erf expand inline (a few ulp, no branches, no calls), so loops around
 them vectorize; an intrinsic such as `llvm.exp.f32` is scalarized into one libm call per
 element, and a call per element stops vectorization. exp and log reduce the argument with
 integer ops on the float's bits (Cephes polynomials), tanh and erf are Eigen's rational
@@ -277,12 +277,46 @@ def expand_log_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
     return expr.select(expr.compare("ult", a, 0.0), float("nan"), log_x)
 
 
-F32_EXPANSIONS: dict[type[Operation], Callable[[FloatExpression, SSAValue], SSAValue]] = {
+def expand_pow_f32(expr: FloatExpression, x: SSAValue, y: SSAValue) -> SSAValue:
+    """x^y = e^(y log |x|) with the inline exp and log (relative error about |y log x| 2^-24,
+    under 1e-5 for results in float range), then C's powf cases, which NumPy follows:
+    - the sign: x with its sign bit set (-0 and -inf included) to an odd whole y is negated;
+    - NaN for a finite x < 0 to a y that is not whole (+inf counts as whole and even);
+    - 1 for y = ±0 (even for a NaN x), for x = 1 (even for a NaN y), and for x = -1 to ±inf.
+    The rest falls out of exp and log: 0 to y > 0 is 0, to y < 0 inf; inf to y > 0 is inf, to
+    y < 0 is 0; a NaN operand gives NaN."""
+
+    def call(name: str, *args: SSAValue) -> SSAValue:
+        return expr.emit(intrinsic_call(name, list(args), expr.type))
+
+    def both(a: SSAValue, b: SSAValue) -> SSAValue:
+        return expr.emit(llvm.AndOp(a, b))
+
+    def either(a: SSAValue, b: SSAValue) -> SSAValue:
+        return expr.emit(llvm.OrOp(a, b))
+
+    power = expand_exp_f32(expr, expr.mul(y, expand_log_f32(expr, call("fabs", x))))
+    y_floor = call("floor", y)
+    whole = expr.compare("oeq", y_floor, y)
+    half = expr.mul(y, 0.5)
+    odd = both(whole, expr.compare("une", call("floor", half), half))
+    sign_set = expr.compare("olt", call("copysign", expr.constant(1.0), x), 0.0)
+    power = expr.select(both(odd, sign_set), expr.emit(llvm.FNegOp(power)), power)
+    negative_finite = both(expr.compare("olt", x, 0.0), expr.compare("ogt", x, float("-inf")))
+    power = expr.select(both(negative_finite, expr.compare("une", y_floor, y)), float("nan"), power)
+    minus_one_to_inf = both(expr.compare("oeq", x, -1.0), expr.compare("oeq", call("fabs", y), float("inf")))
+    one = either(either(expr.compare("oeq", y, 0.0), expr.compare("oeq", x, 1.0)), minus_one_to_inf)
+    return expr.select(one, 1.0, power)
+
+
+F32_EXPANSIONS: dict[type[Operation], Callable[..., SSAValue]] = {
     math.ExpOp: expand_exp_f32,
     math.LogOp: expand_log_f32,
     math.TanhOp: expand_tanh_f32,
     math.ErfOp: expand_erf_f32,
+    math.PowFOp: expand_pow_f32,
 }
+"""f32 ops expanded inline (their operands in order)."""
 
 
 def libm_function(op: Operation) -> str | None:
@@ -308,7 +342,7 @@ class ExpandF32Op(RewritePattern):
         if expand is None or not isinstance(op.results[0].type, Float32Type):
             return
         expr = FloatExpression(op.results[0].type)
-        result = expand(expr, op.operands[0])
+        result = expand(expr, *op.operands)
         replace_with_llvm(rewriter, op, expr.ops, result)
 
 
@@ -350,7 +384,7 @@ def declare_libm_functions(module: ModuleOp) -> None:
 
 @dataclass(frozen=True)
 class ConvertMathToLLVMPass(ModulePass):
-    """Lower math ops to LLVM intrinsics, libm calls and inline f32 exp/log/tanh/erf."""
+    """Lower math ops to LLVM intrinsics, libm calls and inline f32 exp/log/pow/tanh/erf."""
 
     name = "convert-math-to-llvm"
 

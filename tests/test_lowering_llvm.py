@@ -159,6 +159,33 @@ def test_exp_and_log_special_values_like_numpy():
         np.testing.assert_allclose(run_elementwise(f"    %r = math.{name} %x0 : f32", x), expected, rtol=1e-6, atol=0)
 
 
+POW_BASES = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 2.0, -2.0, 0.5, -0.5, 3.7, -3.7, 1e-30, 1e30, 1e-40,
+             -1e-40, 1.0000001, 0.9999999, 7.0, 123.456]
+POW_EXPONENTS = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 3.0, -3.0, 0.5, -0.5, 0.75, -0.75, np.inf, -np.inf, np.nan, 2.5,
+                 1e10, -1e10, 17.0, 1 / 3, 1e-8, 2.0**24 + 2, 31.0]
+
+
+def test_pow_f32_inline_like_numpy():
+    """Every pair of special bases and exponents as NumPy's powf gives it (signs of zeros and
+    infinities, NaN, 1 for pow(NaN, 0) and pow(1, NaN)), finite results to 1e-5; the loop
+    vectorizes (no powf call)."""
+    x, y = (np.array(v, np.float32).ravel() for v in np.meshgrid(POW_BASES, POW_EXPONENTS))
+    body = "    %r = math.powf %x0, %x1 : f32"
+    ir = optimized_llvm_ir(elementwise_kernel(x.size, [np.float32, np.float32], np.float32, body))
+    assert "powf" not in ir and "@llvm.pow" not in ir
+    result = run_elementwise(body, x, y)
+    with np.errstate(all="ignore"):
+        expected = np.power(x, y)
+    numbers = ~np.isnan(expected)
+    np.testing.assert_array_equal(np.signbit(result)[numbers], np.signbit(expected)[numbers])
+    np.testing.assert_allclose(result, expected, rtol=1e-5, atol=0)
+    x, y = rng.uniform(0, 30, 100001).astype(np.float32), rng.uniform(-25, 25, 100001).astype(np.float32)
+    expected = np.power(x.astype(np.float64), y.astype(np.float64))
+    normal = (expected > np.finfo(np.float32).tiny) & (expected < np.finfo(np.float32).max)
+    result = run_elementwise(body, x, y).astype(np.float64)
+    assert np.max(np.abs(result - expected)[normal] / expected[normal]) < 1e-5
+
+
 def test_sigmoid_and_softmax_exp_is_inline_and_vectorized():
     body = """
     %n = arith.negf %x0 : f32
