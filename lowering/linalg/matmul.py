@@ -9,8 +9,9 @@ from xdsl.dialects import arith
 from xdsl.ir import SSAValue
 
 from graphopt.dialects import graph
-from graphopt.lowering import packed_gemm, ukernels
-from graphopt.lowering.linalg.indexing import broadcast_index, dims_of, shape_of
+from graphopt.lowering import batched_gemm, packed_gemm, ukernels
+from graphopt.lowering.linalg.indexing import broadcast_index, dims_of, padded_value, shape_of
+from graphopt.lowering.llvm_text import VECTOR
 from graphopt.lowering.linalg.scalar import by_type, element_of
 
 if TYPE_CHECKING:
@@ -35,6 +36,12 @@ def lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
         operands = [kernel.materialize(op.a), kernel.panels[op.b], out]
         kernel.builder.insert(ukernels.call(packed_gemm.name([v.type for v in operands]), operands))
         return
+    if kernel.schedule.packs_at_run_time(op):
+        panels = _packed_panels(kernel, op)
+        operands = [kernel.materialize(op.a), panels, out]
+        kind = batched_gemm if len(shape_of(panels)) > 1 else packed_gemm
+        kernel.builder.insert(ukernels.call(kind.name([v.type for v in operands]), operands))
+        return
     out_shape = shape_of(op.result)
     rank = len(out_shape)
     m_size, k_size, n_size = out_shape[-2], shape_of(op.a)[-1], out_shape[-1]
@@ -58,3 +65,41 @@ def lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
     b_index = broadcast_index(batch, shape_of(op.b)[:-2], out_shape[:-2]) + (k, n)
     product = by_type(arith.MulfOp, arith.MuliOp)(body, op, body.value(op.a, a_index), body.read(b, b_index))
     body.finish([by_type(arith.AddfOp, arith.AddiOp)(body, op, body.output(0), product)])
+
+
+def _packed_panels(kernel: Kernel, op: graph.MatmulOp) -> SSAValue:
+    """A temporary holding b packed into panels (`packed_gemm.pack_panels`' layout), written by
+    loop nests that read b through the group's scalar code: a transpose of K is read strided
+    here, never written out. One run of panels per batch matrix of out (`batched_gemm`), or
+    one in all when b has no batch dims of more than one element.
+
+    The full panels are one loop nest (batch..., panel, k, column of the panel), writing each
+    panel's k-th row contiguously; the last, narrower panel another, its columns past n zero.
+    """
+    b_shape, out_shape = shape_of(op.b), shape_of(op.result)
+    k_size, n_size = b_shape[-2:]
+    batch_shape = out_shape[:-2] if any(size > 1 for size in b_shape[:-2]) else ()
+    element = element_of(op.b)
+    panels = kernel.temporary((*batch_shape, packed_gemm.packed_size(k_size, n_size)), element)
+    full, rest = divmod(n_size, packed_gemm.PANEL)
+    rank = len(batch_shape)
+    if full:
+        dims = dims_of(rank + 3)
+        batch, (p, k, j) = dims[:rank], dims[rank:]
+        offset = p * (k_size * packed_gemm.PANEL) + k * packed_gemm.PANEL + j
+        body = kernel.loop((*batch_shape, full, k_size, packed_gemm.PANEL), [(panels, (*batch, offset))])
+        for dim, size in ((p, full), (k, k_size), (j, packed_gemm.PANEL)):
+            body.read(kernel.extent(size), (dim,))
+        b_index = broadcast_index(batch, b_shape[:-2], batch_shape) + (k, p * packed_gemm.PANEL + j)
+        body.finish([body.value(op.b, b_index)])
+    if rest:
+        width = -(-rest // VECTOR) * VECTOR
+        dims = dims_of(rank + 2)
+        batch, (k, j) = dims[:rank], dims[rank:]
+        offset = k * width + j + full * k_size * packed_gemm.PANEL
+        body = kernel.loop((*batch_shape, k_size, width), [(panels, (*batch, offset))])
+        for dim, size in ((k, k_size), (j, width)):
+            body.read(kernel.extent(size), (dim,))
+        b_index = broadcast_index(batch, b_shape[:-2], batch_shape) + (k, j + full * packed_gemm.PANEL)
+        body.finish([padded_value(body, op.b, b_index, (0,) * len(b_shape), 0.0)])
+    return panels

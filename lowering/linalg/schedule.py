@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from xdsl.dialects import arith
+from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation
 
 from graphopt.dialects import graph
@@ -52,6 +53,11 @@ class PlainSchedule:
     def packed_matmuls(self, group: Group) -> dict[graph.MatmulOp, None]:
         """The group's matmuls that call the packed GEMM ukernel (an ordered set)."""
         return {}
+
+    def packs_at_run_time(self, op: graph.MatmulOp) -> bool:
+        """Whether a matmul whose b is not a constant packs b at run time and calls the packed
+        GEMM ukernel (`linalg/matmul.py`)."""
+        return False
 
     def direct_conv(self, op: graph.Conv2dOp) -> bool:
         """Whether the conv calls the direct convolution ukernel."""
@@ -100,6 +106,10 @@ class CpuSchedule(PlainSchedule):
 
     def packed_matmuls(self, group: Group) -> dict[graph.MatmulOp, None]:
         return packed_matmuls(group)
+
+    def packs_at_run_time(self, op: graph.MatmulOp) -> bool:
+        """f32 matmuls (see `lower_matmul` for the measurements)."""
+        return all(v.type.get_element_type() == f32 for v in (op.a, op.b, op.result))
 
     def direct_conv(self, op: graph.Conv2dOp) -> bool:
         return direct_conv.applies(op.x.type, op.w.type, op.result.type)
