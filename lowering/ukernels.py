@@ -78,6 +78,21 @@ def operands(ukernel_call: func.CallOp) -> CallOperands:
     return CallOperands(first, data, tuple(v for v in epilogue if v not in residual), (*residual, out))
 
 
+def sliced_by_rows(ukernel_call: func.CallOp) -> set[SSAValue]:
+    """The operands a row chunk of `ukernel_call` slices by rows of out: out, the epilogue's
+    residual and the first operand (a's rows, x's images), but not a batched GEMM's a whose
+    batch dims broadcast (read whole), and also a batched GEMM's panels (one run per batch
+    matrix); the other operands are read whole."""
+    parts = operands(ukernel_call)
+    sliced = {*parts.like_out, parts.first}
+    if _kind(ukernel_call.callee.string_value()) is batched_gemm:
+        sliced.add(parts.data)
+        first, out = parts.first.type.get_shape(), parts.like_out[-1].type.get_shape()
+        if len(first) != len(out) or first[0] != out[0]:
+            sliced.discard(parts.first)
+    return sliced
+
+
 def channel_units(ukernel_call: func.CallOp) -> tuple[int, int, bool] | None:
     """How a convolution ukernel's call on one image splits by output channels: (units, the
     fewest units a chunk starts at a multiple of, whether its first argument splits with
