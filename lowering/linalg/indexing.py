@@ -104,7 +104,7 @@ INDEX_RULES: dict[str, Callable[[graph.GraphOp, Index], Index]] = {
 """Injective op name -> index of its operand element that a result element copies."""
 
 
-def padded_value(body: LoopBody, x: SSAValue, index: Index, begins: Sequence[int], fill: float) -> SSAValue:
+def _padded_value(body: LoopBody, x: SSAValue, index: Index, begins: Sequence[int], fill: float) -> SSAValue:
     """`x` shifted by `begins` and surrounded by `fill`: x[index - begins] where that is inside x, else fill."""
     inside = None
     for e, begin, size in zip(index, begins, shape_of(x)):
@@ -120,7 +120,7 @@ def padded_value(body: LoopBody, x: SSAValue, index: Index, begins: Sequence[int
 
 
 def _pad(body: LoopBody, op: graph.PadOp, index: Index) -> SSAValue:
-    return padded_value(body, op.x, index, op.get("pads")[: len(index)], op.get("value"))
+    return _padded_value(body, op.x, index, op.get("pads")[: len(index)], op.get("value"))
 
 
 def _concat(body: LoopBody, op: graph.ConcatOp, index: Index) -> SSAValue:

@@ -10,7 +10,7 @@ from xdsl.ir import SSAValue
 
 from graphopt.dialects import graph
 from graphopt.lowering import batched_gemm, packed_gemm, ukernels
-from graphopt.lowering.linalg.indexing import broadcast_index, dims_of, padded_value, shape_of
+from graphopt.lowering.linalg.indexing import broadcast_index, dims_of, shape_of
 from graphopt.lowering.llvm_text import VECTOR
 from graphopt.lowering.linalg.scalar import by_type, element_of
 
@@ -85,33 +85,38 @@ def _packed_panels(kernel: Kernel, op: graph.MatmulOp) -> SSAValue:
     here, never written out. One run of panels per batch matrix of out (`batched_gemm`), or
     one in all when b has no batch dims of more than one element.
 
-    The full panels are one loop nest (batch..., panel, k, column of the panel), writing each
-    panel's k-th row contiguously; the last, narrower panel another, its columns past n zero.
+    Loop nests (batch..., panel, k, column of the panel) write the full panels, each panel's
+    k-th row contiguously; (batch..., k, column) the last, narrower panel's columns of b, and
+    its columns past n (zeros). Every read is at an affine index (row splitting needs that).
     """
     b_shape, out_shape = shape_of(op.b), shape_of(op.result)
     k_size, n_size = b_shape[-2:]
     batch_shape = out_shape[:-2] if any(size > 1 for size in b_shape[:-2]) else ()
-    element = element_of(op.b)
-    panels = kernel.temporary((*batch_shape, packed_gemm.packed_size(k_size, n_size)), element)
+    panels = kernel.temporary((*batch_shape, packed_gemm.packed_size(k_size, n_size)), element_of(op.b))
     full, rest = divmod(n_size, packed_gemm.PANEL)
-    rank = len(batch_shape)
-    if full:
-        dims = dims_of(rank + 3)
-        batch, (p, k, j) = dims[:rank], dims[rank:]
-        offset = p * (k_size * packed_gemm.PANEL) + k * packed_gemm.PANEL + j
-        body = kernel.loop((*batch_shape, full, k_size, packed_gemm.PANEL), [(panels, (*batch, offset))])
-        for dim, size in ((p, full), (k, k_size), (j, packed_gemm.PANEL)):
+    width = -(-rest // VECTOR) * VECTOR
+    edge = full * k_size * packed_gemm.PANEL
+
+    def write(sizes: tuple[int, ...], offset, column) -> None:
+        """A loop nest over (batch..., *sizes) writing b at (k, column(dims)), or zeros when
+        column is None, at offset(dims) within each batch matrix's panels."""
+        dims = dims_of(len(batch_shape) + len(sizes))
+        batch, inner = dims[: len(batch_shape)], dims[len(batch_shape) :]
+        body = kernel.loop((*batch_shape, *sizes), [(panels, (*batch, offset(*inner)))])
+        for dim, size in zip(inner, sizes):
             body.read(kernel.extent(size), (dim,))
-        b_index = broadcast_index(batch, b_shape[:-2], batch_shape) + (k, p * packed_gemm.PANEL + j)
+        if column is None:
+            body.finish([body.constant(0.0, element_of(op.b))])
+            return
+        k = inner[-2]
+        b_index = broadcast_index(batch, b_shape[:-2], batch_shape) + (k, column(*inner))
         body.finish([body.value(op.b, b_index)])
+
+    if full:
+        write((full, k_size, packed_gemm.PANEL), lambda p, k, j: p * (k_size * packed_gemm.PANEL) + k * packed_gemm.PANEL + j,
+              lambda p, k, j: p * packed_gemm.PANEL + j)
     if rest:
-        width = -(-rest // VECTOR) * VECTOR
-        dims = dims_of(rank + 2)
-        batch, (k, j) = dims[:rank], dims[rank:]
-        offset = k * width + j + full * k_size * packed_gemm.PANEL
-        body = kernel.loop((*batch_shape, k_size, width), [(panels, (*batch, offset))])
-        for dim, size in ((k, k_size), (j, width)):
-            body.read(kernel.extent(size), (dim,))
-        b_index = broadcast_index(batch, b_shape[:-2], batch_shape) + (k, j + full * packed_gemm.PANEL)
-        body.finish([padded_value(body, op.b, b_index, (0,) * len(b_shape), 0.0)])
+        write((k_size, rest), lambda k, j: k * width + j + edge, lambda k, j: j + full * packed_gemm.PANEL)
+    if width > rest:
+        write((k_size, width - rest), lambda k, j: k * width + j + (edge + rest), None)
     return panels
