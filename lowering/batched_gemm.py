@@ -37,12 +37,6 @@ def chunk_name(_: str, types: Sequence[MemRefType]) -> str:
     return name(types)
 
 
-def panels_type(out_type: MemRefType, k: int) -> MemRefType:
-    """The panels of every batch matrix of out: out's batch dims, then packed_size floats."""
-    *batch, _, n = out_type.get_shape()
-    return MemRefType(f32, [*batch, packed_gemm.packed_size(k, n)])
-
-
 def ukernel_ir(name: str, types: Sequence[MemRefType]) -> str:
     """LLVM IR defining `void @name(ptr a, ptr panels, ptr out)` for these memref types: a loop
     over out's batch matrices calling the packed GEMM ukernel `@<name>_matrix` (defined here too)."""
