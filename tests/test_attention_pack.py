@@ -106,6 +106,16 @@ def test_attention_scores_read_k_where_it_lives():
     np.testing.assert_allclose(got, (q @ k_t) / 8, **TOLERANCE)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("heads, seq, head_dim", [(1, 17, 16), (3, 65, 17), (2, 130, 5), (3, 1, 63)])
+def test_attention_scores_of_odd_sizes(heads, seq, head_dim, threads):
+    """One head (b's batch dim of 1 packed once), odd sequence lengths and head sizes."""
+    module = attention_scores(heads, seq, head_dim)
+    q, k = random_inputs(module, seed=4)
+    (got,) = graphopt.compile(module, backends=("cpu",), threads=threads)(q, k)
+    np.testing.assert_allclose(got, (q @ k.reshape(seq, heads, head_dim).transpose(1, 2, 0)) / 8, **TOLERANCE)
+
+
 def test_nan_and_inf_propagate():
     module = transposed_b((2, 17, 63), (2, 63, 65))
     x, y = random_inputs(module, seed=2)

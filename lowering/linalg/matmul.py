@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith
 from xdsl.ir import SSAValue
+from xdsl.ir.affine import AffineExpr
 
 from graphopt.dialects import graph
 from graphopt.lowering import batched_gemm, packed_gemm, ukernels
@@ -109,8 +110,9 @@ def _packed_panels(kernel: Kernel, op: graph.MatmulOp) -> SSAValue:
             body.finish([body.constant(0.0, element_of(op.b))])
             return
         k = inner[-2]
-        b_index = broadcast_index(batch, b_shape[:-2], batch_shape) + (k, column(*inner))
-        body.finish([body.value(op.b, b_index)])
+        b_batch = broadcast_index(batch, b_shape[:-2], batch_shape)
+        b_batch = (AffineExpr.constant(0),) * (len(b_shape) - 2 - len(b_batch)) + b_batch  # b's batch dims of 1, packed once
+        body.finish([body.value(op.b, b_batch + (k, column(*inner)))])
 
     if full:
         write((full, k_size, packed_gemm.PANEL), lambda p, k, j: p * (k_size * packed_gemm.PANEL) + k * packed_gemm.PANEL + j,
