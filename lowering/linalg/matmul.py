@@ -28,10 +28,11 @@ def lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
     temporary, reading b through the group's scalar code (`_packed_panels`: attention's K
     transposed to heads is read where it lives, never written out as K^T), then one call of the
     packed GEMM ukernel, or of `batched_gemm` when b has batch matrices. Measured at 1 thread
-    on this 2-core AMD EPYC (AVX-512), whole kernel, loop nest -> packed: [4,128,64] @ K^T
-    [4,64,128] (GPT-2's scores, transpose in the group) 44.4 -> 38.1 us, [4,128,128] @ [4,128,64]
-    (P @ V) 71.6 -> 33.1 us, BERT's [8,...] 91.3 -> 79.2 and 82.3 -> 66.5 us; 2-D m x k x n with
-    m, n in (1, 5, 17, 63, 65, 130) and k in (5, 63, 130): 130x130x130 65.7 -> 20.2 us,
+    on this 2-core AMD EPYC (AVX-512), loop nest -> packed: GPT-2's scores [4,128,64] @ K^T
+    [4,64,128] with its scale and mask, 41.7 us after a 20.3 us K^T step -> 45.2 us with K's
+    reshape and transpose in the step, and P @ V [4,128,128] @ [4,128,64] 42.1 + 2.5 -> 34.0 us
+    (BERT's, 8 batch matrices: 79.5 + 39.2 -> 88.5 us and 80.2 + 4.2 -> 68.1 us); 2-D m x k x n
+    with m, n in (1, 5, 17, 63, 65, 130) and k in (5, 63, 130): 130x130x130 65.7 -> 20.2 us,
     63x63x63 8.3 -> 2.4 us, 17x130x63 4.6 -> 1.7 us, 130x5x63 3.3 -> 0.8 us; the loop nest was
     faster (0.1-1.2 us against 0.3-1.9 us) for every m = 1, for most m = 5, and for k = 5 with
     n <= 17 at every m, so those keep it (fewer rows than a register tile, or b under 16 x 32).
