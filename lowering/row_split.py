@@ -9,7 +9,10 @@ blocked matmul, d0 over blocks of MB rows, and its epilogue, d0 over rows, split
 The same kernel compiled for `rows` units then computes any `rows` consecutive units: the
 caller offsets the sliced arguments' pointers by `begin * row_bytes` and passes the others
 (read-only, broadcast along d0) unchanged; the kernel's own temporaries (`memref.alloc`)
-shrink to the slice.
+shrink to the slice. An argument only read, at d0 * c elements plus terms without d0 from its
+start though d0 indexes a later dim (attention's K [seq, heads * head_dim], read by heads
+while b is packed), is passed offset by begin * c elements and keeps its type (strided); not
+where d0 alone is one of its indices (linalg would take d0's bound from that dim).
 
     func.func @k(%x: memref<6x4xf32>, %w: memref<4xf32>, %out: memref<6x4xf32>)  ->  3 rows:
     func.func @k_rows3(%x: memref<3x4xf32>, %w: memref<4xf32>, %out: memref<3x4xf32>)
@@ -18,7 +21,9 @@ Row-local softmax/layer_norm (per-row statistics in a row-sized temporary), matm
 (m, k, n) or blocked (mb, nb, kb, mi, ki, ni), ukernel calls (`ukernels.py`: rows of their
 first argument, out and a tile epilogue's residual, all of the others; a chunk calls the
 ukernel for its rows) and elementwise kernels split; reductions over d0, gathers and reads at
-computed indices (`memref.load`, `linalg.index` of d0) do not.
+computed indices (`memref.load`, `linalg.index` of d0) do not. A loop nest writing only
+temporaries that a ukernel call reads whole (b's panels, packed at run time) runs whole in
+every chunk.
 
 A convolution of one image has one row: `channel_split` runs it by blocks of its output
 channels instead (see there), through the same chunks: a buffer's rows are those of its leading
@@ -62,6 +67,9 @@ class RowSplit:
     """Chunks start at multiples of this many units: the fewest that span a multiple of
     CHUNK_ALIGNMENT bytes in every argument (rows of 268 bytes: 4)."""
     sliced_temporaries: frozenset[SSAValue]
+    strided_arguments: frozenset[SSAValue] = frozenset()
+    """Arguments read at d0 * c + (terms without d0) elements along a later dim (attention's K,
+    read by heads): a chunk gets them offset by its first row's c elements, whole in type."""
 
 
 def row_split(kernel: func.FuncOp) -> RowSplit | None:
@@ -74,13 +82,19 @@ def row_split(kernel: func.FuncOp) -> RowSplit | None:
         return None
     sliced: set[SSAValue] = set()
     whole: set[SSAValue] = set()
+    strided: dict[SSAValue, int] = {}
+    """Each strided argument's offset, in elements, across a generic's whole d0 range."""
     extents: set[int] = set()
     for call in calls:
-        call_sliced, call_whole = _call_slices(call, by_channels=False, first_sliced=True)
+        call_sliced = ukernels.sliced_by_rows(call)
+        call_whole = set(call.arguments) - call_sliced
         extents.add(call.arguments[-1].type.get_shape()[0])
         sliced |= call_sliced
         whole |= call_whole
     for generic in generics:
+        if all(o not in args and o in whole for o in generic.outputs):  # what a call reads whole
+            whole.update(generic.inputs, generic.outputs)
+            continue
         if generic.iterator_types.data[0].data.value != "parallel" or not _reads_rows_only(generic):
             return None
         ranges = generic.get_static_loop_ranges()
@@ -91,20 +105,52 @@ def row_split(kernel: func.FuncOp) -> RowSplit | None:
             uses_d0 = [i for i, expr in enumerate(results) if 0 in expr.used_dims()]
             if uses_d0 == [0] and operand.type.get_shape()[0] == ranges[0] * _rows_per_step(results[0], ranges):
                 sliced.add(operand)
+            elif uses_d0 and operand in args and operand in generic.inputs and AffineDimExpr(0) not in results:
+                step = _d0_step(results, operand.type.get_shape())
+                if step is None or strided.setdefault(operand, step * ranges[0]) != step * ranges[0]:
+                    return None
             elif uses_d0:
                 return None
             else:
                 whole.add(operand)
     outputs = [o for g in generics for o in g.outputs] + [c.arguments[-1] for c in calls]
     written_args = {o for o in outputs if o in args}
-    if sliced & whole or written_args - sliced or 0 in extents:  # no rows: nothing to split
-        return None
+    if sliced & whole or strided.keys() & (sliced | whole) or written_args - sliced or 0 in extents:
+        return None  # (no rows: nothing to split)
     units = math.gcd(*extents)
-    row_bytes = tuple(
-        a.type.element_type.compile_time_size * _count(a.type.get_shape()) // units if a in sliced else 0 for a in args
-    )
+
+    def unit_bytes(a: SSAValue) -> int:
+        elements = _count(a.type.get_shape()) if a in sliced else strided.get(a, 0)
+        return a.type.element_type.compile_time_size * elements // units
+
+    row_bytes = tuple(unit_bytes(a) for a in args)
     granule = math.lcm(*(CHUNK_ALIGNMENT // math.gcd(b, CHUNK_ALIGNMENT) for b in row_bytes))
-    return RowSplit(units, row_bytes, granule, frozenset(v for v in sliced if v not in args))
+    return RowSplit(units, row_bytes, granule, frozenset(v for v in sliced if v not in args), frozenset(strided))
+
+
+def _d0_step(index: Sequence[AffineExpr], shape: Sequence[int]) -> int | None:
+    """c when the element at `index` of a row-major buffer of `shape` lies d0 * c elements
+    plus terms without d0 from its start (d0 outside every floordiv and mod), else None."""
+    strides = [_count(shape[axis + 1 :]) for axis in range(len(shape))]
+    steps = [_d0_coefficient(expr) for expr in index]
+    return None if None in steps else sum(step * stride for step, stride in zip(steps, strides))
+
+
+def _d0_coefficient(expr: AffineExpr) -> int | None:
+    """d(expr)/d(d0) when `expr` is linear in d0, else None."""
+    if 0 not in expr.used_dims():
+        return 0
+    if expr == AffineDimExpr(0):
+        return 1
+    if isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Add:
+        lhs, rhs = _d0_coefficient(expr.lhs), _d0_coefficient(expr.rhs)
+        return None if lhs is None or rhs is None else lhs + rhs
+    if isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Mul:
+        for factor, constant in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
+            if isinstance(constant, AffineConstantExpr):
+                step = _d0_coefficient(factor)
+                return None if step is None else step * constant.value
+    return None
 
 
 def _rows_per_step(index: AffineExpr, ranges: tuple[int, ...]) -> int:
@@ -153,7 +199,7 @@ def channel_split(kernel: func.FuncOp) -> RowSplit | None:
     if channels is None or channels[0] < 2:
         return None
     units, unit_granule, first_sliced = channels
-    sliced, whole = _call_slices(calls[0], by_channels=True, first_sliced=first_sliced)
+    sliced, whole = _channel_slices(calls[0], first_sliced)
     out = calls[0].arguments[-1]
     pending = [op for op in block.ops if isinstance(op, GenericOp)]
     while pending:  # from the call outwards: each loop nest placed by a buffer already placed
@@ -179,16 +225,12 @@ def channel_split(kernel: func.FuncOp) -> RowSplit | None:
     return RowSplit(units, row_bytes, granule, frozenset(v for v in sliced if v not in args))
 
 
-def _call_slices(call: func.CallOp, by_channels: bool, first_sliced: bool) -> tuple[set[SSAValue], set[SSAValue]]:
-    """The operands of a ukernel call (`ukernels.operands`) that a chunk slices, and those it
-    reads whole. Out and the epilogue's residual are sliced in every split; by rows (images)
-    the first operand is sliced too, the weights and per-channel values read whole; by output
-    channels the weights and per-channel values are sliced too, the first operand when
-    `first_sliced` (a grouped conv's input channels)."""
+def _channel_slices(call: func.CallOp, first_sliced: bool) -> tuple[set[SSAValue], set[SSAValue]]:
+    """The operands of a convolution ukernel call (`ukernels.operands`) that a chunk of its
+    output channels slices (out, the epilogue's operands, the weights, and the first operand
+    when `first_sliced`: a grouped conv's input channels), and those it reads whole."""
     parts = ukernels.operands(call)
-    sliced = set(parts.like_out) | ({parts.first} if first_sliced else set())
-    if by_channels:
-        sliced |= {parts.data, *parts.per_channel}
+    sliced = {*parts.like_out, parts.data, *parts.per_channel} | ({parts.first} if first_sliced else set())
     return sliced, set(call.arguments) - sliced
 
 
@@ -227,7 +269,10 @@ def _place_channel_loop(generic: GenericOp, sliced: set[SSAValue], whole: set[SS
 def row_chunk_kernel(kernel: func.FuncOp, split: RowSplit, rows: int, name: str) -> func.FuncOp:
     """`kernel` over `rows` rows of its sliced arguments and temporaries, named `name`."""
     old_args = list(kernel.body.block.args)
-    arg_types = [_rows_of(a.type, rows, split) if split.row_bytes[i] else a.type for i, a in enumerate(old_args)]
+    arg_types = [
+        _rows_of(a.type, rows, split) if split.row_bytes[i] and a not in split.strided_arguments else a.type
+        for i, a in enumerate(old_args)
+    ]
     block = Block(arg_types=arg_types)
     mapping: dict[SSAValue, SSAValue] = dict(zip(old_args, block.args))
     for op in kernel.body.block.ops:

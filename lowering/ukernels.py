@@ -12,7 +12,8 @@ the callee's kind writes from its name and argument types:
     func.call @graphopt_sgemm_packed_128x768x3072(%a, %b_panels, %out) : (...) -> ()
     func.func private @graphopt_sgemm_packed_128x768x3072(...) attributes {graph.ukernel}
 
-Kinds, by the prefix of their names: the packed GEMM (`packed_gemm.py`), the direct
+Kinds, by the prefix of their names: the packed GEMM (`packed_gemm.py`), the batched packed
+GEMM on panels packed at run time (`batched_gemm.py`), the direct
 convolution (`direct_conv.py`) and the depthwise convolution (`depthwise_conv.py`).
 
 A convolution of one image has one row; it runs by blocks of output channels instead
@@ -33,12 +34,17 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, UnitAttr
 from xdsl.ir import SSAValue
 
-from graphopt.lowering import depthwise_conv, direct_conv, packed_gemm
+from graphopt.lowering import batched_gemm, depthwise_conv, direct_conv, packed_gemm
 
 UKERNEL_ATTR = "graph.ukernel"
 """Marks a declaration (`func.func private`) whose body the JIT generates (`ukernel_ir`)."""
 
-_KINDS = {packed_gemm.PREFIX: packed_gemm, direct_conv.PREFIX: direct_conv, depthwise_conv.PREFIX: depthwise_conv}
+_KINDS = {
+    packed_gemm.PREFIX: packed_gemm,
+    batched_gemm.PREFIX: batched_gemm,
+    direct_conv.PREFIX: direct_conv,
+    depthwise_conv.PREFIX: depthwise_conv,
+}
 
 
 def call(name: str, operands: Sequence[SSAValue]) -> func.CallOp:
@@ -70,6 +76,21 @@ def operands(ukernel_call: func.CallOp) -> CallOperands:
     first, data, *epilogue, out = ukernel_call.arguments
     residual = tuple(v for v in epilogue if v.type == out.type)
     return CallOperands(first, data, tuple(v for v in epilogue if v not in residual), (*residual, out))
+
+
+def sliced_by_rows(ukernel_call: func.CallOp) -> set[SSAValue]:
+    """The operands a row chunk of `ukernel_call` slices by rows of out: out, the epilogue's
+    residual and the first operand (a's rows, x's images), but not a batched GEMM's a whose
+    batch dims broadcast (read whole), and also a batched GEMM's panels (one run per batch
+    matrix); the other operands are read whole."""
+    parts = operands(ukernel_call)
+    sliced = {*parts.like_out, parts.first}
+    if _kind(ukernel_call.callee.string_value()) is batched_gemm:
+        sliced.add(parts.data)
+        first, out = parts.first.type.get_shape(), parts.like_out[-1].type.get_shape()
+        if len(first) != len(out) or first[0] != out[0]:
+            sliced.discard(parts.first)
+    return sliced
 
 
 def channel_units(ukernel_call: func.CallOp) -> tuple[int, int, bool] | None:

@@ -119,14 +119,16 @@ def test_reduction_over_rows_does_not_split():
 
 
 def test_blocked_matmul_splits_by_row_blocks():
+    """f64: an f32 matmul with b an input packs b at run time instead (the next test)."""
     b = GraphBuilder()
-    x, w, bias = b.input("x", (128, 256)), b.input("w", (256, 512)), b.input("bias", (512,))
+    f64 = np.dtype(np.float64)
+    x, w, bias = b.input("x", (128, 256), f64), b.input("w", (256, 512), f64), b.input("bias", (512,), f64)
     module = b.finish(b.relu(b.add(b.matmul(x, w), bias)))
     rng = np.random.default_rng(2)
-    inputs = [rng.standard_normal(shape).astype(np.float32) for shape in ((128, 256), (256, 512), (512,))]
+    inputs = [rng.standard_normal(shape) for shape in ((128, 256), (256, 512), (512,))]
     exe = graphopt.compile(module, threads=2)
     split = row_split(generalized(lower_group(only_step(exe).op)))
-    assert split.rows == 4 and split.row_bytes == (32 * 256 * 4, 0, 0, 32 * 512 * 4)  # units of 32 rows
+    assert split.rows == 4 and split.row_bytes == (32 * 256 * 8, 0, 0, 32 * 512 * 8)  # units of 32 rows
     assert only_step(exe).kernel.chunks
     for got, want in zip(exe(*inputs), graphopt.interpret(module, *inputs), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

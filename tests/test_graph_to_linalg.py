@@ -593,12 +593,14 @@ def test_matmul_computes_a_b_from_its_group_once():
 
 
 def test_blocked_matmul_loops_over_blocks_then_within_them():
+    """f64: an f32 matmul with b an input packs b at run time (test_attention_pack.py)."""
     a, b, out, c = (2, 32, 256), (256, 512), (2, 32, 512), (512,)
+    t = lambda shape: tensor(shape, "f64")
     text = (
-        f"func.func @main(%a: {tensor(a)}, %b: {tensor(b)}, %c: {tensor(c)}) -> {tensor(out)} {{\n"
-        f" %0 = graph.matmul %a, %b : ({tensor(a)}, {tensor(b)}) -> {tensor(out)}\n"
-        f" %1 = graph.add %0, %c : ({tensor(out)}, {tensor(c)}) -> {tensor(out)}\n"
-        f" %2 = graph.relu %1 : {tensor(out)}\n func.return %2 : {tensor(out)}\n}}"
+        f"func.func @main(%a: {t(a)}, %b: {t(b)}, %c: {t(c)}) -> {t(out)} {{\n"
+        f" %0 = graph.matmul %a, %b : ({t(a)}, {t(b)}) -> {t(out)}\n"
+        f" %1 = graph.add %0, %c : ({t(out)}, {t(c)}) -> {t(out)}\n"
+        f" %2 = graph.relu %1 : {t(out)}\n func.return %2 : {t(out)}\n}}"
     )
     (kernel,) = kernels(text)
     (fill,), (contraction, epilogue) = fills_and_loops(kernel)
@@ -617,8 +619,9 @@ def test_blocked_matmul_loops_over_blocks_then_within_them():
 
 @pytest.mark.parametrize("a, b", [((32, 128), (128, 256)), ((48, 256), (256, 256)), ((32, 200), (200, 256))])
 def test_matmul_stays_unblocked_unless_blocks_divide_it_and_b_is_more_than_one(a, b):
-    o = tensor((a[0], b[1]))
-    text = f"func.func @main(%a: {tensor(a)}, %b: {tensor(b)}) -> {o} {{\n %0 = graph.matmul %a, %b : ({tensor(a)}, {tensor(b)}) -> {o}\n func.return %0 : {o}\n}}"
+    t = lambda shape: tensor(shape, "f64")  # an f32 matmul with b an input packs b at run time
+    o = t((a[0], b[1]))
+    text = f"func.func @main(%a: {t(a)}, %b: {t(b)}) -> {o} {{\n %0 = graph.matmul %a, %b : ({t(a)}, {t(b)}) -> {o}\n func.return %0 : {o}\n}}"
     (kernel,) = kernels(text)
     assert [str(i.data) for i in ops_of(kernel, GenericOp)[0].iterator_types] == ["parallel", "reduction", "parallel"]
 

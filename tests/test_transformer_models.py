@@ -106,3 +106,15 @@ def test_gpt2_attention_is_causal(model_dir: Path):
     (changed,) = graphopt.interpret(graphopt.from_onnx(model), changed_x)
     np.testing.assert_allclose(changed[0, :-1], expected[0, :-1], **TOLERANCE)
     assert not np.allclose(changed[0, -1], expected[0, -1], **TOLERANCE)
+
+
+@pytest.mark.parametrize("name", ["bert_layer", "gpt2_block"])
+def test_attention_splits_by_heads_at_two_threads(model_dir: Path, name: str):
+    """Q @ K^T and P @ V, with K's and V's head split in their steps (read by b's run-time
+    pack, by heads), run in two chunks and still match ONNX Runtime."""
+    model, arrays, expected = loaded(model_dir, name)
+    exe = graphopt.compile(graphopt.from_onnx(model), backends=("cpu",), threads=2)
+    attention = [step for step in exe.steps if {"graph.matmul", "graph.transpose"} <= {op.name for op in step.op.walk()}]
+    assert len(attention) == 2 and all(len(step.kernel.chunks) == 2 for step in attention)
+    (actual,) = exe(*arrays)
+    np.testing.assert_allclose(actual, expected, **TOLERANCE)

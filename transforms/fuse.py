@@ -21,6 +21,9 @@ How groups form, in order:
    - an elementwise group: the paths are elementwise/injective, the end also may be a reduction;
    - an injective group: the paths and the end are elementwise/injective;
    - an anchor group (matmul, conv2d, pooling): the paths and the end are elementwise (epilogue);
+   - an operand prologue (XLA's operand fusion): a group of reshape, transpose and broadcast_to
+     whose results are used only as operand b of matmuls in one anchor group merges into it
+     (the matmul's lowering reads b where it lives, as it packs it: K transposed in attention);
    - a reduction group ends fusion (no op is fused after a reduction);
    - at most `max-anchors` anchors/reductions and `max-ops` ops per group; never a cycle.
    A reshape that only inserts or drops unit dims counts as elementwise here (TVM's expand_dims).
@@ -57,6 +60,9 @@ from graphopt.transforms.subgraph import GroupNamer, is_convex, outline, sort_bl
 NO_FUSE = "graph.no_fuse"
 SMALL_CONSTANT_ELEMENTS = 64
 """A non-splat constant with at most this many elements is cheap enough to duplicate."""
+
+PROLOGUE_OPS = frozenset({"graph.reshape", "graph.transpose", "graph.broadcast_to"})
+"""The ops of a group that may merge into the matmuls reading it as operand b (operand prologue)."""
 
 _LEVEL = {Category.ELEMENTWISE: 0, Category.INJECTIVE: 1, Category.REDUCTION: 2, Category.ANCHOR: 3, Category.OPAQUE: 4}
 _HEAVY = (Category.ANCHOR, Category.REDUCTION)
@@ -431,10 +437,26 @@ class _BlockFusion:
             if group.fixed is not None:
                 return group.fixed
         kind = producer.category
-        for group in (*path, end):
-            if not _may_follow(kind, group.category, is_end=group is end):
-                return f"{kind.value} into {group.category.value}"
+        if path or not self._is_operand_prologue(producer, end):
+            for group in (*path, end):
+                if not _may_follow(kind, group.category, is_end=group is end):
+                    return f"{kind.value} into {group.category.value}"
         return self._limits([producer, *path, end])
+
+    def _is_operand_prologue(self, producer: Group, end: Group) -> bool:
+        """Whether `producer` (reshape, transpose and broadcast_to only) has results used only as
+        operand b of matmuls in the anchor group `end`."""
+        g = self.graph
+        if end.category is not Category.ANCHOR or any(op.name not in PROLOGUE_OPS for op in producer.ops):
+            return False
+        for op in producer.ops:
+            for use in (use for result in op.results for use in result.uses):
+                user = use.operation
+                if user in producer.ops:
+                    continue
+                if not (isinstance(user, graph.MatmulOp) and use.index == 1 and user in g.group_of and g.group(user) is end):
+                    return False
+        return True
 
     def _limits(self, groups: list[Group]) -> str | None:
         if sum(grp.heavy for grp in groups) > self.options.max_anchors:

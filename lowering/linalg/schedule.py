@@ -6,9 +6,11 @@ threads (`PlainSchedule`). `SCHEDULES` names them for the pass option `schedule=
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, ClassVar
 
 from xdsl.dialects import arith
+from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation
 
 from graphopt.dialects import graph
@@ -52,6 +54,11 @@ class PlainSchedule:
     def packed_matmuls(self, group: Group) -> dict[graph.MatmulOp, None]:
         """The group's matmuls that call the packed GEMM ukernel (an ordered set)."""
         return {}
+
+    def packs_at_run_time(self, op: graph.MatmulOp) -> bool:
+        """Whether a matmul whose b is not a constant packs b at run time and calls the packed
+        GEMM ukernel (`linalg/matmul.py`)."""
+        return False
 
     def direct_conv(self, op: graph.Conv2dOp) -> bool:
         """Whether the conv calls the direct convolution ukernel."""
@@ -100,6 +107,15 @@ class CpuSchedule(PlainSchedule):
 
     def packed_matmuls(self, group: Group) -> dict[graph.MatmulOp, None]:
         return packed_matmuls(group)
+
+    def packs_at_run_time(self, op: graph.MatmulOp) -> bool:
+        """f32 matmuls with at least a register tile of rows (packed_gemm.ROWS) per b, unless
+        b is tiny (k < 16 and n < 32): measured in `lower_matmul`'s docstring."""
+        *batch, k, n = op.b.type.get_shape()
+        out_shape = op.result.type.get_shape()
+        rows = out_shape[-2] if any(size > 1 for size in batch) else math.prod(out_shape[:-1])
+        f32_only = all(v.type.get_element_type() == f32 for v in (op.a, op.b, op.result))
+        return f32_only and rows >= packed_gemm.ROWS and not (k < 16 and n < 32)
 
     def direct_conv(self, op: graph.Conv2dOp) -> bool:
         return direct_conv.applies(op.x.type, op.w.type, op.result.type)

@@ -89,14 +89,15 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>) -
 
 // Blocked matmul (every dim a multiple of its block (32, 128, 256), b more than one block):
 // shape-only (blocks, block size) buffers give the loop bounds of (mb, nb, kb, mi, ki, ni).
-// CHECK-LABEL: func.func @fused_matmul_relu_0(%0: memref<32x256xf32>, %1: memref<256x256xf32>, %2: memref<32x256xf32>)
-// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d2, d4)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d1, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (((d0 * 32) + d3), ((d2 * 128) + d4))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (((d2 * 128) + d4), ((d1 * 256) + d5))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (((d0 * 32) + d3), ((d1 * 256) + d5))>], iterator_types = ["parallel", "parallel", "reduction", "parallel", "reduction", "parallel"]} ins(%{{.*}}, %{{.*}}, %{{.*}}, %0, %1 : memref<1x32xf32>, memref<2x128xf32>, memref<1x256xf32>, memref<32x256xf32>, memref<256x256xf32>) outs(%2 : memref<32x256xf32>)
-// CHECK:         outs(%2 : memref<32x256xf32>)
+// (f64: an f32 matmul calls the packed GEMM ukernel, b packed at run time, packed_gemm.mlir.)
+// CHECK-LABEL: func.func @fused_matmul_relu_0(%0: memref<32x256xf64>, %1: memref<256x256xf64>, %2: memref<32x256xf64>)
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d2, d4)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d1, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (((d0 * 32) + d3), ((d2 * 128) + d4))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (((d2 * 128) + d4), ((d1 * 256) + d5))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (((d0 * 32) + d3), ((d1 * 256) + d5))>], iterator_types = ["parallel", "parallel", "reduction", "parallel", "reduction", "parallel"]} ins(%{{.*}}, %{{.*}}, %{{.*}}, %0, %1 : memref<1x32xf64>, memref<2x128xf64>, memref<1x256xf64>, memref<32x256xf64>, memref<256x256xf64>) outs(%2 : memref<32x256xf64>)
+// CHECK:         outs(%2 : memref<32x256xf64>)
 // CHECK:           arith.maximumf
-func.func @main(%x: tensor<32x256xf32>, %w: tensor<256x256xf32>) -> tensor<32x256xf32> {
-  %0 = graph.matmul %x, %w : (tensor<32x256xf32>, tensor<256x256xf32>) -> tensor<32x256xf32>
-  %1 = graph.relu %0 : tensor<32x256xf32>
-  func.return %1 : tensor<32x256xf32>
+func.func @main(%x: tensor<32x256xf64>, %w: tensor<256x256xf64>) -> tensor<32x256xf64> {
+  %0 = graph.matmul %x, %w : (tensor<32x256xf64>, tensor<256x256xf64>) -> tensor<32x256xf64>
+  %1 = graph.relu %0 : tensor<32x256xf64>
+  func.return %1 : tensor<32x256xf64>
 }
 
 // -----

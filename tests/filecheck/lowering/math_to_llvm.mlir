@@ -1,24 +1,24 @@
 // RUN: graph-opt %s -p convert-math-to-llvm | filecheck %s
 
 // Intrinsics where LLVM has one; libm calls (declared once) where it has none; rsqrt as 1/sqrt.
-func.func @math(%x: f32, %y: f64, %z: f64) -> (f32, f64, f64, f32, f32, f32) {
+func.func @math(%x: f32, %y: f64, %z: f64) -> (f32, f64, f64, f64, f32, f32, f32) {
   %e = math.exp2 %x : f32
-  %p = math.powf %e, %x : f32
+  %p = math.powf %y, %z : f64
   %r = math.erf %y : f64
   %r2 = math.erf %z : f64
-  %s = math.rsqrt %p : f32
+  %s = math.rsqrt %e : f32
   %l = math.log1p %s : f32
   %f = math.fma %s, %l, %x : f32
-  func.return %e, %r, %r2, %s, %l, %f : f32, f64, f64, f32, f32, f32
+  func.return %e, %p, %r, %r2, %s, %l, %f : f32, f64, f64, f64, f32, f32, f32
 }
 // CHECK:        llvm.func @log1pf(f32) -> f32
 // CHECK-NEXT:   llvm.func @erf(f64) -> f64
 // CHECK-LABEL:  func.func @math
 // CHECK-NEXT:     %e = llvm.call_intrinsic "llvm.exp2.f32"(%x) : (f32) -> f32
-// CHECK-NEXT:     %p = llvm.call_intrinsic "llvm.pow.f32"(%e, %x) : (f32, f32) -> f32
+// CHECK-NEXT:     %p = llvm.call_intrinsic "llvm.pow.f64"(%y, %z) : (f64, f64) -> f64
 // CHECK-NEXT:     %r = llvm.call @erf(%y) : (f64) -> f64
 // CHECK-NEXT:     %r2 = llvm.call @erf(%z) : (f64) -> f64
-// CHECK-NEXT:     %s = llvm.call_intrinsic "llvm.sqrt.f32"(%p) : (f32) -> f32
+// CHECK-NEXT:     %s = llvm.call_intrinsic "llvm.sqrt.f32"(%e) : (f32) -> f32
 // CHECK-NEXT:     %s_1 = llvm.mlir.constant(1.000000e+00 : f32) : f32
 // CHECK-NEXT:     %s_2 = llvm.fdiv %s_1, %s : f32
 // CHECK-NEXT:     %l = llvm.call @log1pf(%s_2) : (f32) -> f32
@@ -94,3 +94,18 @@ func.func @fastmath(%x: f64, %y: f32) -> (f64, f32) {
 // CHECK-LABEL:  func.func @fastmath
 // CHECK-NEXT:     %e = llvm.call @erf(%x) {fastmathFlags = #llvm.fastmath<fast>} : (f64) -> f64
 // CHECK-NEXT:     %s = llvm.call_intrinsic "llvm.sqrt.f32"(%y) : (f32) -> f32
+
+// f32 pow: e^(y log|x|) inline (no call), then powf's cases by selects: the sign for an odd whole
+// y (floor(y / 2) != y / 2), NaN for a finite negative x to a fractional y, 1 for y = 0 or x = 1.
+func.func @pow(%x: f32, %y: f32) -> f32 {
+  %p = math.powf %x, %y : f32
+  func.return %p : f32
+}
+// CHECK-LABEL:  func.func @pow
+// CHECK-NOT:      llvm.call @
+// CHECK-NOT:      llvm.pow
+// CHECK:          llvm.call_intrinsic "llvm.fabs.f32"(%x)
+// CHECK:          llvm.call_intrinsic "llvm.floor.f32"(%y)
+// CHECK:          llvm.fneg
+// CHECK:          llvm.select
+// CHECK:          func.return %{{.*}} : f32

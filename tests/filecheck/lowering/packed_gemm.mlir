@@ -1,6 +1,6 @@
 // A matmul whose b is an f32 constant calls the packed GEMM ukernel on b's panels (packed at
 // compile time, by pack-weights), and the module declares the ukernel; other matmuls stay
-// linalg loops. The lowering alone names b in the panel argument; pack-weights packs it.
+// linalg loops or pack b at run time (the last test). The lowering alone names b in the panel argument; pack-weights packs it.
 
 // RUN: graph-opt %s --split-input-file --fuse -p convert-graph-to-linalg,pack-weights | filecheck %s
 // RUN: graph-opt %s --split-input-file --fuse -p convert-graph-to-linalg | filecheck %s --check-prefix=UNPACKED
@@ -38,7 +38,8 @@ func.func @main(%x: tensor<2x4x2xf32>) -> tensor<2x4x3xf32> {
 
 // -----
 
-// Not packed: b known only at run time, or not f32, or with batch dims.
+// Not packed at compile time: b known only at run time, or not f32, or with batch dims; these
+// have fewer rows than a register tile, so they keep the loop nest too (next test).
 // CHECK-LABEL: func.func @matmul_0
 // CHECK-NOT:     func.call
 // CHECK:         linalg.generic
@@ -56,4 +57,26 @@ func.func @main(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %y: tensor<4x8xf64>, 
   %wb = graph.constant dense<1.0> : tensor<2x8x16xf32>
   %2 = graph.matmul %z, %wb : (tensor<2x4x8xf32>, tensor<2x8x16xf32>) -> tensor<2x4x16xf32>
   func.return %0, %1, %2 : tensor<4x16xf32>, tensor<4x16xf64>, tensor<2x4x16xf32>
+}
+
+// -----
+
+// b computed in the group (K [70, 32] reshaped and transposed to 2 heads, as attention's K^T):
+// packed at run time, one run of 1280 floats per head, by loop nests that read K where it
+// lives: the full panel, the edge panel's 6 columns of b, and its 10 columns of zeros; then
+// the batched GEMM ukernel.
+// CHECK-LABEL: func.func @fused_reshape_transpose_matmul_0(%0: memref<70x32xf32>, %1: memref<2x6x16xf32>, %2: memref<2x6x70xf32>)
+// CHECK:         %[[P:.*]] = memref.alloc() : memref<2x1280xf32>
+// CHECK:         linalg.generic {{.*}} affine_map<(d0, d1, d2, d3) -> (((d1 * 64) + d3), ((d0 * 16) + d2))>, affine_map<(d0, d1, d2, d3) -> (d0, (((d1 * 1024) + (d2 * 64)) + d3))>]
+// CHECK-SAME:      outs(%[[P]] : memref<2x1280xf32>)
+// CHECK:         linalg.generic {{.*}} affine_map<(d0, d1, d2) -> ((d2 + 64), ((d0 * 16) + d1))>, affine_map<(d0, d1, d2) -> (d0, (((d1 * 16) + d2) + 1024))>]
+// CHECK:         linalg.generic {{.*}} affine_map<(d0, d1, d2) -> (d0, (((d1 * 16) + d2) + 1030))>]
+// CHECK:         func.call @graphopt_sgemm_batched_2x6x16_2x6x70(%1, %[[P]], %2) : (memref<2x6x16xf32>, memref<2x1280xf32>, memref<2x6x70xf32>) -> ()
+// CHECK-NOT:     linalg.generic
+// CHECK:       func.func private @graphopt_sgemm_batched_2x6x16_2x6x70(memref<2x6x16xf32>, memref<2x1280xf32>, memref<2x6x70xf32>) -> () attributes {graph.ukernel}
+func.func @main(%q: tensor<2x6x16xf32>, %k: tensor<70x32xf32>) -> tensor<2x6x70xf32> {
+  %0 = graph.reshape %k : (tensor<70x32xf32>) -> tensor<70x2x16xf32>
+  %1 = graph.transpose %0 {perm = array<i64: 1, 2, 0>} : (tensor<70x2x16xf32>) -> tensor<2x16x70xf32>
+  %2 = graph.matmul %q, %1 : (tensor<2x6x16xf32>, tensor<2x16x70xf32>) -> tensor<2x6x70xf32>
+  func.return %2 : tensor<2x6x70xf32>
 }
