@@ -21,17 +21,35 @@ mask; the last row tile takes the remaining rows. Tile sizes were picked by meas
 tiles and 256-deep blocks ran 1.1-1.3x faster than OpenBLAS (NumPy's matmul, which packs b at
 every call) on 128x768x3072, 128x3072x768 and 256x1024x1024, at 1 thread; 12x32 tiles were
 slower than OpenBLAS.
+
+Since 2026-11-25 the same generator also writes the ukernel on a b that is not packed: b
+row-major (`ROW_MAJOR`: any k x n, rows of n floats; a tile's last vector of a row is loaded
+under a mask, so nothing past b is read), the way a conv runs as a GEMM (linalg/conv.py:
+out[O, OH * OW] = w as [O, C * KH * KW] @ x as [C, H * W] for a 1x1 of stride 1, or @ an
+im2col buffer [C * KH * KW, OH * OW]). It is called as the conv ukernels are (`ukernels.py`):
+b of each image first, a (w, whole), the tile epilogue's operands (`tile_epilogue.py`; a row
+of a and out is an output channel, so per-channel values are per row), then out; the name
+carries the epilogue and every operand's shape:
+
+    func.call @graphopt_sgemm_rowmajor_eaddAP0_1x512x7x7_2048x512x1x1_2048x1x1_1x2048x7x7(%x, %w, %bias, %out)
+        : (memref<1x512x7x7xf32>, memref<2048x512x1x1xf32>, memref<2048x1x1xf32>, memref<1x2048x7x7xf32>) -> ()
+
+b holds images x k x n floats, a rows x k (its first dim counts rows), out images x rows x n;
+the ukernel loops over images, then as above, and applies the epilogue to the tiles of the
+last k block.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import Attribute
 
+from graphopt.lowering import tile_epilogue
 from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, load, store
 
 PANEL = 64
@@ -41,6 +59,9 @@ ROWS = 6
 DEPTH = 256
 """Steps of k per block."""
 PREFIX = "graphopt_sgemm_packed"
+ROW_MAJOR_PREFIX = "graphopt_sgemm_rowmajor"
+PANELS, ROW_MAJOR = "panels", "row-major"
+"""The layouts of b: packed panels (`pack_panels`), or row-major k x n."""
 
 
 def packs(a_type: Attribute, b_type: Attribute, out_type: Attribute) -> bool:
@@ -74,30 +95,50 @@ def name(types: Sequence[MemRefType]) -> str:
     return f"{PREFIX}_{'x'.join(map(str, a_type.get_shape()))}x{out_type.get_shape()[-1]}"
 
 
-def chunk_name(_: str, types: Sequence[MemRefType]) -> str:
-    """The name of the ukernel called on memrefs of other sizes (a row chunk's)."""
-    return name(types)
+def row_major_name(types: Sequence[MemRefType], epilogue: Sequence[tile_epilogue.Step] = ()) -> str:
+    """The name of the row-major-b ukernel for a call on memrefs (b, a, epilogue operands..., out)
+    applying `epilogue` before each store."""
+    shapes = "_".join("x".join(map(str, t.get_shape())) for t in types)
+    steps = f"_e{tile_epilogue.token(epilogue)}" if epilogue else ""
+    return f"{ROW_MAJOR_PREFIX}{steps}_{shapes}"
+
+
+def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
+    """The name of the ukernel `name_` called on memrefs of other sizes (a chunk's rows, images
+    or output channels)."""
+    return row_major_name(types, _epilogue(name_)) if name_.startswith(f"{ROW_MAJOR_PREFIX}_") else name(types)
+
+
+def _epilogue(name_: str) -> tuple[tile_epilogue.Step, ...]:
+    """The epilogue steps in a row-major-b ukernel's name."""
+    match = re.match(rf"{ROW_MAJOR_PREFIX}_e([a-zA-Z0-9.]+)_", name_)
+    return tile_epilogue.parse(match[1]) if match else ()
 
 
 def _round_up(size: int, multiple: int) -> int:
     return -(-size // multiple) * multiple
 
 
-def ukernel_ir(name: str, types: Sequence[MemRefType]) -> str:
-    """LLVM IR defining `void @name(ptr a, ptr b_panels, ptr out)` for these memref types."""
-    return _Ukernel(name, *_sizes(types)).text()
-
-
-def _sizes(types: Sequence[MemRefType]) -> tuple[int, int, int]:
-    """(rows, k, n) of a ukernel call on memrefs (a, b panels, out)."""
+def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
+    """LLVM IR defining `void @name_(ptr a, ptr b_panels, ptr out)` for these memref types, or
+    for the row-major-b ukernel `void @name_(ptr b, ptr a, <the tile epilogue's operands>, ptr out)`."""
+    if name_.startswith(f"{ROW_MAJOR_PREFIX}_"):
+        b_type, a_type, *_, out_type = types
+        a_shape = a_type.get_shape()
+        sizes = (out_type.get_shape()[0], a_shape[0], math.prod(a_shape[1:]), math.prod(out_type.get_shape()[2:]))
+        return _Ukernel(name_, ROW_MAJOR, *sizes, _epilogue(name_)).text()
     a_type, _, out_type = types
-    return math.prod(a_type.get_shape()[:-1]), a_type.get_shape()[-1], out_type.get_shape()[-1]
+    rows, k, n = math.prod(a_type.get_shape()[:-1]), a_type.get_shape()[-1], out_type.get_shape()[-1]
+    return _Ukernel(name_, PANELS, 1, rows, k, n).text()
 
 
 class _Ukernel(LLVMText):
-    def __init__(self, name: str, rows: int, k: int, n: int):
+    def __init__(
+        self, name: str, layout: str, images: int, rows: int, k: int, n: int, epilogue: Sequence[tile_epilogue.Step] = ()
+    ):
         super().__init__()
-        self.name, self.rows, self.k, self.n = name, rows, k, n
+        self.name, self.layout, self.images, self.rows, self.k, self.n = name, layout, images, rows, k, n
+        self.epilogue = tuple(epilogue)
 
     def text(self) -> str:
         tile_rows = sorted({r for r in (ROWS, self.rows % ROWS) if r and r <= self.rows})
@@ -108,20 +149,27 @@ class _Ukernel(LLVMText):
         self._main()
         return self.ir()
 
-    # --- one register tile: out[r rows, c columns] (+)= a[r rows, kc] @ panel[kc, c] ---
+    # --- one register tile: out[r rows, c columns] (+)= a[r rows, kc] @ b[kc, c columns] ---
 
     def _tile_name(self, rows: int, columns: int) -> str:
         return f"@{self.name}.tile{rows}x{columns}"
 
     def _tile(self, rows: int, columns: int) -> None:
+        """The tile's b: k-major steps of a panel, or rows of b (the last vector under a mask).
+        With an epilogue, %last says the k block is the last: the tile stores the epilogue's
+        result, else the partial sums."""
         vectors = -(-columns // VECTOR)
-        stride = vectors * VECTOR  # floats per k step of this panel
+        row_major = self.layout == ROW_MAJOR
+        stride = self.n if row_major else vectors * VECTOR  # floats per k step of b
 
         def lanes(v: int) -> int:
             return columns - v * VECTOR if v == vectors - 1 else VECTOR
 
         e = self.emit
-        self.define(f"define internal void {self._tile_name(rows, columns)}(ptr %a, ptr %b, ptr %c, i64 %kc, i1 %first) alwaysinline {{")
+        epilogue = f", i1 %last{tile_epilogue.parameters(self.epilogue)}" if self.epilogue else ""
+        self.define(
+            f"define internal void {self._tile_name(rows, columns)}(ptr %a, ptr %b, ptr %c, i64 %kc, i1 %first{epilogue}) alwaysinline {{"
+        )
         for r in range(rows):
             for v in range(vectors):
                 e(f"  %c.{r}.{v} = getelementptr float, ptr %c, i64 {r * self.n + v * VECTOR}")
@@ -137,7 +185,7 @@ class _Ukernel(LLVMText):
         for v in range(vectors):
             e(f"  %b.at.{v} = add i64 %b.k, {v * VECTOR}")
             e(f"  %b.ptr.{v} = getelementptr float, ptr %b, i64 %b.at.{v}")
-            e(load(f"%b.{v}", f"%b.ptr.{v}"))
+            e(load(f"%b.{v}", f"%b.ptr.{v}", lanes(v) if row_major else VECTOR))
         for r in range(rows):
             e(f"  %a.at.{r} = add i64 %k, {r * self.k}")
             e(f"  %a.ptr.{r} = getelementptr float, ptr %a, i64 %a.at.{r}")
@@ -149,49 +197,80 @@ class _Ukernel(LLVMText):
         e("  %k.done = icmp eq i64 %k.next, %kc")
         e("  br i1 %k.done, label %exit, label %loop")
         e("exit:")
+        if self.epilogue:
+            e("  br i1 %last, label %finish, label %partial")
+            e("partial:")
         for r in range(rows):
             for v in range(vectors):
                 e(store(f"%sum.{r}.{v}", f"%c.{r}.{v}", lanes(v)))
+        if self.epilogue:
+            e("  ret void")
+            e("finish:")
+            finish = tile_epilogue.TileEpilogue(self, self.epilogue)
+            for r in range(rows):
+                for v in range(vectors):
+                    result = finish.apply(f"%sum.{r}.{v}", r, r * self.n + v * VECTOR, lanes(v))
+                    e(store(result, f"%c.{r}.{v}", lanes(v)))
         self.end()
 
-    # --- the ukernel: loops over k blocks, panels and row tiles ---
+    # --- the ukernel: loops over images, k blocks, panels and row tiles ---
 
     def _main(self) -> None:
-        self.define(f"define void @{self.name}(ptr noalias %a, ptr noalias %b, ptr noalias %c) {{")
+        if self.layout == ROW_MAJOR:
+            epilogue = tile_epilogue.parameters(self.epilogue, "noalias ")
+            self.define(f"define void @{self.name}(ptr noalias %b, ptr noalias %a{epilogue}, ptr noalias %out) {{")
+        else:
+            self.define(f"define void @{self.name}(ptr noalias %a, ptr noalias %b, ptr noalias %out) {{")
+        blocks = -(-self.k // DEPTH)
 
-        def k_block(kb: str) -> None:
+        def image(i: str) -> None:
+            b_i = self.pointer("%b", self.value(f"mul i64 {i}, {self.k * self.n}"))
+            out_i = self.pointer("%out", self.value(f"mul i64 {i}, {self.rows * self.n}"))
+            self.loop(blocks, lambda kb: k_block(kb, b_i, out_i))
+
+        def k_block(kb: str, b_i: str, out_i: str) -> None:
             k0 = self.value(f"mul i64 {kb}, {DEPTH}")
             left = self.value(f"sub i64 {self.k}, {k0}")
             short = self.value(f"icmp ult i64 {left}, {DEPTH}")
             kc = self.value(f"select i1 {short}, i64 {left}, i64 {DEPTH}")
-            first = self.value(f"icmp eq i64 {kb}, 0")
+            flags = (self.value(f"icmp eq i64 {kb}, 0"), self.value(f"icmp eq i64 {kb}, {blocks - 1}"))
             a_k = self.pointer("%a", k0)
             full_panels = self.n // PANEL
 
             def panel(p: str) -> None:
-                start = self.value(f"mul i64 {p}, {self.k * PANEL}")
-                b_p = self.pointer("%b", self.value(f"add i64 {start}, {self.value(f'mul i64 {k0}, {PANEL}')}"))
-                c_p = self.pointer("%c", self.value(f"mul i64 {p}, {PANEL}"))
-                self._row_tiles(a_k, b_p, c_p, PANEL, kc, first)
+                b_p = self._panel(b_i, self.value(f"mul i64 {p}, {PANEL}"), k0, PANEL)
+                c_p = self.pointer(out_i, self.value(f"mul i64 {p}, {PANEL}"))
+                self._row_tiles(a_k, b_p, c_p, PANEL, kc, flags)
 
             self.loop(full_panels, panel)
             if self.n % PANEL:
-                width = _round_up(self.n % PANEL, VECTOR)
-                offset = self.value(f"add i64 {full_panels * self.k * PANEL}, {self.value(f'mul i64 {k0}, {width}')}")
-                b_edge = self.pointer("%b", offset)
-                c_edge = self.pointer("%c", full_panels * PANEL)
-                self._row_tiles(a_k, b_edge, c_edge, self.n % PANEL, kc, first)
+                b_edge = self._panel(b_i, full_panels * PANEL, k0, _round_up(self.n % PANEL, VECTOR))
+                c_edge = self.pointer(out_i, full_panels * PANEL)
+                self._row_tiles(a_k, b_edge, c_edge, self.n % PANEL, kc, flags)
 
-        self.loop(-(-self.k // DEPTH), k_block)
+        if self.images == 1:
+            image("0")
+        else:
+            self.loop(self.images, image)
         self.end()
 
-    def _row_tiles(self, a: str, b: str, c: str, columns: int, kc: str, first: str) -> None:
+    def _panel(self, b: str, column: int | str, k0: str, width: int) -> str:
+        """A pointer to b's columns from `column` (a multiple of PANEL) at row k0: in a packed
+        panel (of `width` floats a row), or in row-major b."""
+        if self.layout == ROW_MAJOR:
+            return self.pointer(b, self.value(f"add i64 {self.value(f'mul i64 {k0}, {self.n}')}, {column}"))
+        start = self.value(f"mul i64 {column}, {self.k}")
+        return self.pointer(b, self.value(f"add i64 {start}, {self.value(f'mul i64 {k0}, {width}')}"))
+
+    def _row_tiles(self, a: str, b: str, c: str, columns: int, kc: str, flags: tuple[str, str]) -> None:
         tiles, rest = divmod(self.rows, ROWS)
+        first, last = flags
 
         def call(rows: int, row: str) -> None:
             a_r = self.pointer(a, self.value(f"mul i64 {row}, {self.k}"))
             c_r = self.pointer(c, self.value(f"mul i64 {row}, {self.n}"))
-            self.emit(f"  call void {self._tile_name(rows, columns)}(ptr {a_r}, ptr {b}, ptr {c_r}, i64 {kc}, i1 {first})")
+            epilogue = f", i1 {last}{tile_epilogue.arguments(self, self.epilogue, row, c_r)}" if self.epilogue else ""
+            self.emit(f"  call void {self._tile_name(rows, columns)}(ptr {a_r}, ptr {b}, ptr {c_r}, i64 {kc}, i1 {first}{epilogue})")
 
         self.loop(tiles, lambda t: call(ROWS, self.value(f"mul i64 {t}, {ROWS}")))
         if rest:

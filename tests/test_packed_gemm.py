@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
+import mmap
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,7 +12,7 @@ from hypothesis import strategies as st
 from test_graph_to_linalg import sample
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import MemRefType, ModuleOp, f32
 
 import graphopt
 from graphopt.backends import get_backend
@@ -19,8 +22,11 @@ from graphopt.builder import GraphBuilder
 from graphopt.dialects import graph
 from graphopt.lowering.convert_graph_to_linalg import ConvertGraphToLinalgPass
 from graphopt.runtime.arrays import aligned_empty
-from graphopt.runtime.jit import KernelArgumentError, compile_module
-from graphopt.lowering.packed_gemm import PANEL, VECTOR, pack_panels, packed_size
+from graphopt.runtime.jit import KernelArgumentError, compile_module, native_module
+from graphopt.lowering import tile_epilogue
+from graphopt.lowering.packed_gemm import (
+    PANEL, VECTOR, chunk_name, pack_panels, packed_size, row_major_name, ukernel_ir,
+)
 from graphopt.transforms.fuse import FusePass
 
 
@@ -188,3 +194,65 @@ def test_placing_packs_no_weight_and_compiling_packs_each_once(monkeypatch):
     out = aligned_empty((8, 80))
     kernel([data, weights], [out])  # the group reads the constant as an input; its kernel, the packed panels
     np.testing.assert_allclose(out, graphopt.interpret(module, data)[0], rtol=1e-5, atol=1e-5)
+
+
+def guarded(values: np.ndarray) -> tuple[np.ndarray, mmap.mmap]:
+    """A copy of `values` ending where an unreadable page starts: a read past it faults."""
+    page = mmap.PAGESIZE
+    pages = -(-values.nbytes // page)
+    memory = mmap.mmap(-1, (pages + 1) * page)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(memory))
+    assert ctypes.CDLL(None).mprotect(ctypes.c_void_p(base + pages * page), page, 0) == 0  # PROT_NONE
+    copy = np.frombuffer(memory, values.dtype, values.size, pages * page - values.nbytes).reshape(values.shape)
+    copy[...] = values
+    return copy, memory
+
+
+def run_row_major(b: np.ndarray, a: np.ndarray, epilogue=(), operands=(), out_shape=None) -> np.ndarray:
+    """The row-major-b ukernel (not optimized) called on (b, a, operands..., out)."""
+    out = np.full(out_shape, np.nan, np.float32)
+    arrays = [b, a, *operands, out]
+    types = [MemRefType(f32, x.shape) for x in arrays]
+    ukernel = row_major_name(types, epilogue)
+    engine = native_module(ukernel_ir(ukernel, types))
+    function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(arrays))(engine.get_function_address(ukernel))
+    function(*(x.ctypes.data for x in arrays))
+    return out
+
+
+@pytest.mark.parametrize(
+    "images, rows, k, n",
+    [
+        (1, 1, 1, 1),
+        (1, 13, 7, 49),  # 6 + 6 + 1 rows; one edge tile of 49 columns (1 lane masked in)
+        (3, 7, 300, 50),  # k past one block: partial sums stored, then reloaded
+        (2, 6, 20, 130),  # two full panels and 2 columns
+        (1, 19, 9, 196),
+        (1, 5, 3, 64),
+    ],
+)
+def test_row_major_b_matches_numpy_and_reads_nothing_past_b(images, rows, k, n):
+    """out[i] = a @ b[i] with b row-major, ending at an unreadable page; NaN and inf in b propagate."""
+    b = sample((images, k, n), seed=1)
+    a = sample((rows, k), seed=2, specials=False)
+    guarded_b, memory = guarded(b)
+    out = run_row_major(guarded_b, a, out_shape=(images, rows, n))
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4, equal_nan=True)
+    del guarded_b
+    memory.close()
+
+
+def test_row_major_epilogue_per_row_applies_after_the_last_k_block():
+    """relu(a @ b + bias[row] + residual): the bias is per row (an output channel), the residual of out's shape."""
+    images, rows, k, n = 2, 8, 270, 21
+    b, a = sample((images, k, n), seed=1, specials=False), sample((rows, k), seed=2, specials=False)
+    bias, residual = sample((rows, 1), seed=3, specials=False), sample((images, rows, n), seed=4, specials=False)
+    steps = (("add", ("A", "P0")), ("add", ("S0", "R")), ("max", ("S1", tile_epilogue.constant(0.0))))
+    out = run_row_major(b, a, steps, (bias, residual), (images, rows, n))
+    np.testing.assert_allclose(out, np.maximum(a @ b + bias + residual, 0), rtol=1e-4, atol=1e-4)
+    types = [MemRefType(f32, x.shape) for x in (b, a, bias, residual, out)]
+    name = row_major_name(types, steps)
+    assert name.startswith("graphopt_sgemm_rowmajor_eaddAP0.addS0R.maxS1C00000000_2x270x21_8x270_")
+    chunk_types = [MemRefType(f32, shape) for shape in ((1, k, n), (rows, k), (rows, 1), (1, rows, n), (1, rows, n))]
+    assert chunk_name(name, chunk_types) == row_major_name(chunk_types, steps)  # a chunk keeps the epilogue
