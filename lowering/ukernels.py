@@ -12,9 +12,10 @@ the callee's kind writes from its name and argument types:
     func.call @graphopt_sgemm_packed_128x768x3072(%a, %b_panels, %out) : (...) -> ()
     func.func private @graphopt_sgemm_packed_128x768x3072(...) attributes {graph.ukernel}
 
-Kinds, by the prefix of their names: the packed GEMM (`packed_gemm.py`), the batched packed
-GEMM on panels packed at run time (`batched_gemm.py`), the direct
-convolution (`direct_conv.py`) and the depthwise convolution (`depthwise_conv.py`).
+Kinds, by the prefix of their names: the packed GEMM (`packed_gemm.py`; its row-major-b
+variant runs convolutions, called as they are), the batched packed GEMM on panels packed at
+run time (`batched_gemm.py`), the direct convolution (`direct_conv.py`) and the depthwise
+convolution (`depthwise_conv.py`).
 
 A convolution of one image has one row; it runs by blocks of output channels instead
 (`channel_units`, `row_split.channel_split`): a chunk calls the ukernel for its channels,
@@ -41,6 +42,7 @@ UKERNEL_ATTR = "graph.ukernel"
 
 _KINDS = {
     packed_gemm.PREFIX: packed_gemm,
+    packed_gemm.ROW_MAJOR_PREFIX: packed_gemm,
     batched_gemm.PREFIX: batched_gemm,
     direct_conv.PREFIX: direct_conv,
     depthwise_conv.PREFIX: depthwise_conv,
@@ -100,16 +102,20 @@ def channel_units(ukernel_call: func.CallOp) -> tuple[int, int, bool] | None:
 
     A grouped conv (depthwise ones too) splits by groups: a unit is a group's output channels,
     its weights and its input channels (of x, or of its phases). A conv of one group splits by
-    output channels, chunks starting at multiples of the direct ukernel's register tile
-    (`direct_conv.OUT_CHANNELS`), and reads all of its input in each chunk.
+    output channels, chunks starting at multiples of the ukernel's register tile
+    (`direct_conv.OUT_CHANNELS`; `packed_gemm.ROWS` for a conv run as the GEMM, whose rows are
+    the output channels), and reads all of its input in each chunk.
     """
     name = ukernel_call.callee.string_value()
-    if _kind(name) not in (direct_conv, depthwise_conv):
+    gemm = name.startswith(f"{packed_gemm.ROW_MAJOR_PREFIX}_")
+    if not gemm and _kind(name) not in (direct_conv, depthwise_conv):
         return None
     parts = operands(ukernel_call)
     inputs, weights, out = (v.type.get_shape() for v in (parts.first, parts.data, parts.like_out[-1]))
     if inputs[0] != 1:
         return None
+    if gemm:
+        return (out[1], packed_gemm.ROWS, False)
     groups = inputs[1] // weights[1]
     return (groups, 1, True) if groups > 1 else (out[1], direct_conv.OUT_CHANNELS, False)
 

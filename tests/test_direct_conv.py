@@ -19,8 +19,18 @@ from xdsl.dialects import func, memref
 import graphopt
 from graphopt.backends import cpu
 from graphopt.builder import GraphBuilder
+from graphopt.lowering.linalg.schedule import CpuSchedule
 from graphopt.parsing import make_context
 from graphopt.transforms.canonicalize import CanonicalizePass
+
+
+@pytest.fixture(autouse=True, scope="module")
+def direct_ukernel_only():
+    """These are the direct ukernel's tests: the convs the cpu schedule runs as the packed GEMM
+    (1x1s and narrow outputs, `CpuSchedule.conv_gemm`; test_conv_gemm.py) take it here too."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(CpuSchedule, "conv_gemm", lambda self, op: False)
+        yield
 
 
 def conv_layer(

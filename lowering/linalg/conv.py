@@ -1,4 +1,5 @@
-"""conv2d over a stride-phase copy of its padded x, the direct convolution ukernel, or the depthwise one on x.
+"""conv2d over a stride-phase copy of its padded x, the direct convolution ukernel, the depthwise one on x,
+or the packed GEMM ukernel with b row-major (x itself, or an im2col copy of it).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from xdsl.ir import SSAValue
 from xdsl.ir.affine import AffineExpr
 
 from graphopt.dialects import graph
-from graphopt.lowering import depthwise_conv, direct_conv, ukernels
+from graphopt.lowering import depthwise_conv, direct_conv, packed_gemm, ukernels
 from graphopt.lowering.linalg.indexing import dims_of, shape_of
 from graphopt.lowering.linalg.reduction import CONTRACT, REASSOC_CONTRACT
 from graphopt.lowering.linalg.scalar import element_of
@@ -59,9 +60,12 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
     depthwise conv (one input channel per group, `depthwise_conv.applies`) calls the depthwise
     ukernel on x itself, with no copy; an f32 conv whose window is deep enough for a group
     (`direct_conv.applies`) calls the direct convolution ukernel on the phases (with
-    `direct_conv.SLACK` floats more), which keeps its output tiles in registers. Both apply the
-    group's elementwise tail to the output vectors when the schedule takes it as a tile
-    epilogue (then the call writes the group's result, and this returns True). Otherwise the
+    `direct_conv.SLACK` floats more), which keeps its output tiles in registers; one that the
+    schedule runs as a GEMM (`schedule.conv_gemm`) calls the packed GEMM ukernel with b
+    row-major (`packed_gemm.ROW_MAJOR`), one GEMM per image: out[n] as [O, OH * OW] = w as
+    [O, C * KH * KW] @ b[n] (`_gemm_b`). All three apply the group's elementwise tail to the
+    output vectors when the schedule takes it as a tile epilogue (then the call writes the
+    group's result, and this returns True). Otherwise the
     innermost loop runs over all output rows at once, contiguous in x and in a flat accumulator:
 
     - acc[n, o, oh * R + ow] += phases[n, c, (kh dh) mod sh, (kw dw) mod sw, oh * R + ow + shift(kh, kw)]
@@ -76,6 +80,11 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
         attributes = (op.get(key) for key in ("strides", "dilations", "padding"))
         name = depthwise_conv.name([v.type for v in operands], *attributes, epilogue)
         kernel.builder.insert(ukernels.call(name, operands))
+        return bool(epilogue)
+    if kernel.schedule.conv_gemm(op):
+        epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
+        operands = [_gemm_b(kernel, op), kernel.materialize(op.w), *epilogue_operands, out]
+        kernel.builder.insert(ukernels.call(packed_gemm.row_major_name([v.type for v in operands], epilogue), operands))
         return bool(epilogue)
     if kernel.schedule.direct_conv(op):
         phases, row = _conv_phases(kernel, op, direct_conv.SLACK)
@@ -115,6 +124,28 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
     position = (o, AffineExpr.constant(0)) if block == 1 else (o // block, o % block)
     body.finish([body.read(acc, (n, *position, oh * row + ow))])
     return False
+
+
+def _gemm_b(kernel: Kernel, op: graph.Conv2dOp) -> SSAValue:
+    """The b of each image of a conv run as a GEMM: x itself ([C, H * W] per image) for a 1x1 of
+    stride 1 without padding; else an im2col buffer [N, C, KH, KW, OH, OW] ([C * KH * KW, OH * OW]
+    per image),
+
+        b[n, c, kh, kw, oh, ow] = padded x[n, c, oh * sh + kh * dh, ow * sw + kw * dw],
+
+    copied from x, or from its zero-padded copy (`padded_copy`) when the conv pads."""
+    batch, channels, height, width = shape_of(op.x)
+    _, _, kernel_h, kernel_w = shape_of(op.w)
+    _, _, out_h, out_w = shape_of(op.result)
+    (sh, sw), (dh, dw), padding = op.get("strides"), op.get("dilations"), op.get("padding")
+    if (kernel_h, kernel_w, sh, sw, out_h, out_w) == (1, 1, 1, 1, height, width):
+        return kernel.materialize(op.x)
+    source = padded_copy(kernel, op.x, padding, 0) if any(padding) else kernel.materialize(op.x)
+    columns = kernel.temporary((batch, channels, kernel_h, kernel_w, out_h, out_w), element_of(op.x))
+    body = kernel.parallel(columns)
+    n, c, kh, kw, oh, ow = body.dims
+    body.finish([body.read(source, (n, c, oh * sh + kh * dh, ow * sw + kw * dw))])
+    return columns
 
 
 def _conv_phases(kernel: Kernel, op: graph.Conv2dOp, slack: int = 0) -> tuple[SSAValue, int]:

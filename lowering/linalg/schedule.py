@@ -1,7 +1,7 @@
 """The loop schedule a kernel is built with, chosen once per lowering: the CPU's (`CpuSchedule`:
-blocked matmuls, the packed GEMM, direct and depthwise convolution ukernels, softmax storing its exp
-terms, short rows merged) or plain one-output loop nests that a GPU lowering maps onto
-threads (`PlainSchedule`). `SCHEDULES` names them for the pass option `schedule=cpu|plain`.
+blocked matmuls, the packed GEMM (for convs too), direct and depthwise convolution ukernels,
+softmax storing its exp terms, short rows merged) or plain one-output loop nests that a GPU
+lowering maps onto threads (`PlainSchedule`). `SCHEDULES` names them for the pass option `schedule=cpu|plain`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from xdsl.ir import Operation
 from graphopt.dialects import graph
 from graphopt.lowering import depthwise_conv, direct_conv, packed_gemm
 from graphopt.lowering.linalg.epilogue import tile_epilogue_of
+from graphopt.lowering.linalg.indexing import shape_of
 from graphopt.lowering.tile_epilogue import Step
 
 if TYPE_CHECKING:
@@ -42,6 +43,11 @@ MATMUL_BLOCKS = (32, 128, 256)
 (128 KiB of f32) stays in L2 while MB rows use it, a row segment of out (1 KiB) in L1."""
 
 
+CONV_GEMM_WIDTH = 8
+"""Output columns up to which a conv with a window larger than 1x1 runs as a GEMM
+(`CpuSchedule.conv_gemm`): the direct ukernel's vectors of 16 columns then hold at most 8."""
+
+
 class PlainSchedule:
     """Plain loop nests, one output each: no blocking, no ukernels, NaN-propagating row max."""
 
@@ -62,6 +68,10 @@ class PlainSchedule:
 
     def direct_conv(self, op: graph.Conv2dOp) -> bool:
         """Whether the conv calls the direct convolution ukernel."""
+        return False
+
+    def conv_gemm(self, op: graph.Conv2dOp) -> bool:
+        """Whether the conv calls the packed GEMM ukernel with b row-major (x or its im2col copy)."""
         return False
 
     def depthwise_conv(self, op: graph.Conv2dOp) -> bool:
@@ -119,6 +129,31 @@ class CpuSchedule(PlainSchedule):
 
     def direct_conv(self, op: graph.Conv2dOp) -> bool:
         return direct_conv.applies(op.x.type, op.w.type, op.result.type)
+
+    def conv_gemm(self, op: graph.Conv2dOp) -> bool:
+        """An f32 conv of one group whose window is 1x1 (any stride) or whose output rows are
+        at most CONV_GEMM_WIDTH columns; the others keep the direct ukernel, which vectorizes
+        along output rows (benchmarks/conv_gemm.py, conv + bias + relu, batch 1 unless said,
+        1 and 2 threads, interleaved, direct / GEMM time on 2026-11-25):
+
+        - 1x1s of stride 1 (b is x itself) at 56, 28, 14 and 7: 1.04-1.45x at 56-14, 1.83-1.89x
+          at 7 (ResNet-50: 2048->512, 512->2048; 200 GFLOP/s against 108); 2 threads 1.06-1.93x;
+          1.38x on 4->8 channels at 56;
+        - 1x1s of stride 2 (b an im2col copy): 1.04-1.85x (ResNet-50's downsamples), 3.1-4.4x with
+          32 or fewer output channels (the direct ukernel copies all of x into stride phases);
+        - 3x3s at 7x7 output (stride 1 or 2, 192-512 channels): 1.78-1.84x, 1.70-1.79x at 2
+          threads; 1.12-1.35x with 16 or 32 channels; 8 images of 64 channels: 1.62x;
+        - 3x3s at 14x14 output: 0.96-1.00x (256 and 160 channels, 1 and 4 images), 0.79-0.86x
+          with 32 output channels; at 28 and 56: 0.88-1.15x at 1 thread, 0.52-1.03x at 2
+          (each chunk of output channels copies the whole im2col buffer); the 7x7 stem 1.04x
+          and 0.50x: these keep the direct ukernel.
+        """
+        _, _, kernel_h, kernel_w = shape_of(op.w)
+        return (
+            direct_conv.applies(op.x.type, op.w.type, op.result.type)
+            and op.get("groups") == 1
+            and ((kernel_h, kernel_w) == (1, 1) or shape_of(op.result)[3] <= CONV_GEMM_WIDTH)
+        )
 
     def depthwise_conv(self, op: graph.Conv2dOp) -> bool:
         return depthwise_conv.applies(op.x.type, op.w.type, op.result.type, op.get("groups"), op.get("strides"))

@@ -1,29 +1,30 @@
 // split-rows on convolutions of one image: a conv ukernel call and its epilogue run as chunks
 // of output channels (a kernel of one image has one row). A conv of one group slices w, out
 // and the epilogue's operands by output channel, chunks starting at multiples of 8 (the direct
-// ukernel's register tile), and each chunk copies all of x into its own phases; a grouped conv
-// slices by groups, x (through its phases) too; a depthwise one by input channels.
+// ukernel's register tile), and each chunk copies all of x into its own phases (conv_gemm.mlir:
+// the convs that run as the GEMM); a grouped conv slices by groups, x (through its phases) too;
+// a depthwise one by input channels.
 
 // RUN: graph-opt %s --split-input-file --fuse --lower-to-linalg | graph-opt --split-input-file -p 'split-rows{threads=2 min-work=0}' | filecheck %s
 
-// 12 output channels: 8 and 4. Bytes per channel: w 8 * 3 * 3 * 4 = 288, bias 4, residual and out 7 * 6 * 4 = 168.
-// CHECK-LABEL: func.func @fused_conv2d_add_relu_0(%0: memref<1x8x7x6xf32>, %1: memref<12x8x3x3xf32>, %2: memref<12x1x1xf32>, %3: memref<1x12x7x6xf32>, %4: memref<1x12x7x6xf32>)
+// 12 output channels: 8 and 4. Bytes per channel: w 8 * 3 * 3 * 4 = 288, bias 4, residual and out 7 * 9 * 4 = 252.
+// CHECK-LABEL: func.func @fused_conv2d_add_relu_0(%0: memref<1x8x7x9xf32>, %1: memref<12x8x3x3xf32>, %2: memref<12x1x1xf32>, %3: memref<1x12x7x9xf32>, %4: memref<1x12x7x9xf32>)
 // CHECK-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_add_relu_0_rows8", 0 : i64], ["fused_conv2d_add_relu_0_rows4", 8 : i64]]
-// CHECK-SAME:    graph.row_bytes = array<i64: 0, 288, 4, 168, 168>
-// CHECK:       func.func @fused_conv2d_add_relu_0_rows4(%0: memref<1x8x7x6xf32>, %1: memref<4x8x3x3xf32>, %2: memref<4x1x1xf32>, %3: memref<1x4x7x6xf32>, %4: memref<1x4x7x6xf32>)
-// CHECK-NEXT:    %[[PHASES:.*]] = memref.alloc() : memref<1x8x1x1x90xf32>
+// CHECK-SAME:    graph.row_bytes = array<i64: 0, 288, 4, 252, 252>
+// CHECK:       func.func @fused_conv2d_add_relu_0_rows4(%0: memref<1x8x7x9xf32>, %1: memref<4x8x3x3xf32>, %2: memref<4x1x1xf32>, %3: memref<1x4x7x9xf32>, %4: memref<1x4x7x9xf32>)
+// CHECK-NEXT:    %[[PHASES:.*]] = memref.alloc() : memref<1x8x1x1x117xf32>
 // The bias and residual are the tile epilogue's operands, sliced with w and out (no loop nest after the call).
-// CHECK:         func.call @graphopt_sconv_direct_r8_d1x1_eaddAP0.addS0R.maxS1C00000000_1x8x1x1x90_4x8x3x3_4x1x1_1x4x7x6_1x4x7x6(%[[PHASES]], %1, %2, %3, %4)
+// CHECK:         func.call @graphopt_sconv_direct_r11_d1x1_eaddAP0.addS0R.maxS1C00000000_1x8x1x1x117_4x8x3x3_4x1x1_1x4x7x9_1x4x7x9(%[[PHASES]], %1, %2, %3, %4)
 // CHECK-NOT:     linalg.generic
 // CHECK:         func.return
-// CHECK:       func.func @fused_conv2d_add_relu_0_rows8(%0: memref<1x8x7x6xf32>, %1: memref<8x8x3x3xf32>, %2: memref<8x1x1xf32>, %3: memref<1x8x7x6xf32>, %4: memref<1x8x7x6xf32>)
-// CHECK:         func.call @graphopt_sconv_direct_r8_d1x1_eaddAP0.addS0R.maxS1C00000000_1x8x1x1x90_8x8x3x3_8x1x1_1x8x7x6_1x8x7x6(
-func.func @main(%x: tensor<1x8x7x6xf32>, %w: tensor<12x8x3x3xf32>, %b: tensor<12x1x1xf32>, %r: tensor<1x12x7x6xf32>) -> tensor<1x12x7x6xf32> {
-  %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x7x6xf32>, tensor<12x8x3x3xf32>) -> tensor<1x12x7x6xf32>
-  %1 = graph.add %0, %b : (tensor<1x12x7x6xf32>, tensor<12x1x1xf32>) -> tensor<1x12x7x6xf32>
-  %2 = graph.add %1, %r : (tensor<1x12x7x6xf32>, tensor<1x12x7x6xf32>) -> tensor<1x12x7x6xf32>
-  %3 = graph.relu %2 : tensor<1x12x7x6xf32>
-  func.return %3 : tensor<1x12x7x6xf32>
+// CHECK:       func.func @fused_conv2d_add_relu_0_rows8(%0: memref<1x8x7x9xf32>, %1: memref<8x8x3x3xf32>, %2: memref<8x1x1xf32>, %3: memref<1x8x7x9xf32>, %4: memref<1x8x7x9xf32>)
+// CHECK:         func.call @graphopt_sconv_direct_r11_d1x1_eaddAP0.addS0R.maxS1C00000000_1x8x1x1x117_8x8x3x3_8x1x1_1x8x7x9_1x8x7x9(
+func.func @main(%x: tensor<1x8x7x9xf32>, %w: tensor<12x8x3x3xf32>, %b: tensor<12x1x1xf32>, %r: tensor<1x12x7x9xf32>) -> tensor<1x12x7x9xf32> {
+  %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x7x9xf32>, tensor<12x8x3x3xf32>) -> tensor<1x12x7x9xf32>
+  %1 = graph.add %0, %b : (tensor<1x12x7x9xf32>, tensor<12x1x1xf32>) -> tensor<1x12x7x9xf32>
+  %2 = graph.add %1, %r : (tensor<1x12x7x9xf32>, tensor<1x12x7x9xf32>) -> tensor<1x12x7x9xf32>
+  %3 = graph.relu %2 : tensor<1x12x7x9xf32>
+  func.return %3 : tensor<1x12x7x9xf32>
 }
 
 // -----
@@ -68,18 +69,18 @@ func.func @main(%x: tensor<1x8x10x12xf64>, %w: tensor<16x8x3x3xf64>) -> tensor<1
 // -----
 
 // Two images split by rows with the same tile epilogue: x (through its phases), the residual and
-// out are sliced by image (8 * 7 * 6 * 4 and 12 * 7 * 6 * 4 bytes), w and the bias read whole.
-// CHECK-LABEL: func.func @fused_conv2d_add_relu_0(%0: memref<2x8x7x6xf32>, %1: memref<12x8x3x3xf32>, %2: memref<12x1x1xf32>, %3: memref<2x12x7x6xf32>, %4: memref<2x12x7x6xf32>)
+// out are sliced by image (8 * 7 * 9 * 4 and 12 * 7 * 9 * 4 bytes), w and the bias read whole.
+// CHECK-LABEL: func.func @fused_conv2d_add_relu_0(%0: memref<2x8x7x9xf32>, %1: memref<12x8x3x3xf32>, %2: memref<12x1x1xf32>, %3: memref<2x12x7x9xf32>, %4: memref<2x12x7x9xf32>)
 // CHECK-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_add_relu_0_rows1", 0 : i64], ["fused_conv2d_add_relu_0_rows1", 1 : i64]]
-// CHECK-SAME:    graph.row_bytes = array<i64: 1344, 0, 0, 2016, 2016>
-// CHECK:       func.func @fused_conv2d_add_relu_0_rows1(%0: memref<1x8x7x6xf32>, %1: memref<12x8x3x3xf32>, %2: memref<12x1x1xf32>, %3: memref<1x12x7x6xf32>, %4: memref<1x12x7x6xf32>)
-// CHECK:         func.call @graphopt_sconv_direct_r8_d1x1_eaddAP0.addS0R.maxS1C00000000_1x8x1x1x90_12x8x3x3_12x1x1_1x12x7x6_1x12x7x6(%{{.*}}, %1, %2, %3, %4)
+// CHECK-SAME:    graph.row_bytes = array<i64: 2016, 0, 0, 3024, 3024>
+// CHECK:       func.func @fused_conv2d_add_relu_0_rows1(%0: memref<1x8x7x9xf32>, %1: memref<12x8x3x3xf32>, %2: memref<12x1x1xf32>, %3: memref<1x12x7x9xf32>, %4: memref<1x12x7x9xf32>)
+// CHECK:         func.call @graphopt_sconv_direct_r11_d1x1_eaddAP0.addS0R.maxS1C00000000_1x8x1x1x117_12x8x3x3_12x1x1_1x12x7x9_1x12x7x9(%{{.*}}, %1, %2, %3, %4)
 // CHECK-NOT:     linalg.generic
 // CHECK:         func.return
-func.func @main(%x: tensor<2x8x7x6xf32>, %w: tensor<12x8x3x3xf32>, %b: tensor<12x1x1xf32>, %r: tensor<2x12x7x6xf32>) -> tensor<2x12x7x6xf32> {
-  %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<2x8x7x6xf32>, tensor<12x8x3x3xf32>) -> tensor<2x12x7x6xf32>
-  %1 = graph.add %0, %b : (tensor<2x12x7x6xf32>, tensor<12x1x1xf32>) -> tensor<2x12x7x6xf32>
-  %2 = graph.add %1, %r : (tensor<2x12x7x6xf32>, tensor<2x12x7x6xf32>) -> tensor<2x12x7x6xf32>
-  %3 = graph.relu %2 : tensor<2x12x7x6xf32>
-  func.return %3 : tensor<2x12x7x6xf32>
+func.func @main(%x: tensor<2x8x7x9xf32>, %w: tensor<12x8x3x3xf32>, %b: tensor<12x1x1xf32>, %r: tensor<2x12x7x9xf32>) -> tensor<2x12x7x9xf32> {
+  %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<2x8x7x9xf32>, tensor<12x8x3x3xf32>) -> tensor<2x12x7x9xf32>
+  %1 = graph.add %0, %b : (tensor<2x12x7x9xf32>, tensor<12x1x1xf32>) -> tensor<2x12x7x9xf32>
+  %2 = graph.add %1, %r : (tensor<2x12x7x9xf32>, tensor<2x12x7x9xf32>) -> tensor<2x12x7x9xf32>
+  %3 = graph.relu %2 : tensor<2x12x7x9xf32>
+  func.return %3 : tensor<2x12x7x9xf32>
 }

@@ -1,0 +1,91 @@
+"""Convolutions run as the packed GEMM ukernel (b row-major) against the direct ukernel, one thread.
+
+    python benchmarks/conv_gemm.py [--seconds 1.0] [--threads 1] [--shapes 0:23]
+
+For each shape (ResNet-50's and Inception-v2's convs at batch 1, then a few others), conv2d(x, w) + bias, relu with
+w and bias constants, compiled twice by graphopt.compile(backends=("cpu",)): as the packed GEMM
+ukernel (the cpu schedule's `conv_gemm` made true) and as the direct ukernel (made false). Both
+apply bias and relu in the tile and include the Executable's dispatch. The two run in
+alternating blocks of calls (benchmarks/timing.py); prints medians, GFLOP/s and direct / GEMM.
+The two results are checked against each other.
+"""
+
+import argparse
+from unittest import mock
+
+import numpy as np
+
+import graphopt
+from graphopt.builder import GraphBuilder
+from graphopt.lowering.linalg.schedule import CpuSchedule
+from graphopt.runtime.arrays import aligned_array, aligned_empty
+
+from timing import checked_rates
+
+SHAPES = [
+    # (batch, in channels, height = width, out channels, window, stride): ResNet-50 and Inception-v2
+    (1, 64, 56, 256, 1, 1),
+    (1, 256, 56, 64, 1, 1),
+    (1, 256, 56, 512, 1, 2),
+    (1, 512, 28, 128, 1, 1),
+    (1, 128, 28, 512, 1, 1),
+    (1, 512, 28, 1024, 1, 2),
+    (1, 1024, 14, 256, 1, 1),
+    (1, 256, 14, 1024, 1, 1),
+    (1, 576, 14, 128, 1, 1),
+    (1, 1024, 14, 2048, 1, 2),
+    (1, 2048, 7, 512, 1, 1),
+    (1, 512, 7, 2048, 1, 1),
+    (1, 1024, 7, 192, 1, 1),
+    (1, 64, 56, 64, 3, 1),
+    (1, 128, 56, 128, 3, 2),
+    (1, 128, 28, 128, 3, 1),
+    (1, 96, 28, 96, 3, 1),
+    (1, 256, 28, 256, 3, 2),
+    (1, 256, 14, 256, 3, 1),
+    (1, 128, 14, 160, 3, 1),
+    (1, 512, 14, 512, 3, 2),
+    (1, 512, 7, 512, 3, 1),
+    (1, 192, 7, 320, 3, 1),
+    # other models' convs: stems, few channels, batches
+    (1, 3, 224, 64, 7, 2),
+    (1, 3, 224, 32, 3, 2),
+    (1, 16, 112, 16, 1, 1),
+    (1, 16, 56, 16, 3, 1),
+    (1, 32, 28, 32, 3, 1),
+    (64, 8, 14, 16, 5, 1),
+    (8, 64, 7, 64, 3, 1),
+]
+
+
+def compare(batch, channels, size, out_channels, window, stride, seconds: float, threads: int) -> str:
+    rng = np.random.default_rng(0)
+    x = aligned_array(rng.standard_normal((batch, channels, size, size)).astype(np.float32))
+    w = (rng.standard_normal((out_channels, channels, window, window)) / np.sqrt(channels * window**2)).astype(np.float32)
+    g = GraphBuilder()
+    padding = [window // 2] * 4
+    conv = g.conv2d(g.input("x", x.shape), g.constant(w), padding=padding, strides=[stride, stride])
+    module = g.finish(g.relu(g.add(conv, g.constant(rng.standard_normal((out_channels, 1, 1)).astype(np.float32)))))
+    executables = {}
+    for side, chosen in (("gemm", True), ("direct", False)):
+        with mock.patch.object(CpuSchedule, "conv_gemm", lambda self, op: chosen):
+            executables[side] = graphopt.compile(module, backends=("cpu",), threads=threads)
+        assert all(step.backend == "cpu" for step in executables[side].steps), executables[side].report()
+    shape = module.body.block.first_op.function_type.outputs.data[0].get_shape()
+    outputs = {side: aligned_empty(shape, np.float32) for side in executables}
+    calls = {side: (lambda e=e, o=outputs[side]: e(x, out=[o])) for side, e in executables.items()}
+    flops = 2 * int(np.prod(shape)) * channels * window * window
+    name = f"{batch}x{channels}x{size}x{size} {out_channels} {window}x{window}/{stride}"
+    return f"{name:26s}  " + checked_rates(calls, outputs, flops, seconds)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=1.0, help="timing per shape")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--shapes", default=":", help="a slice of SHAPES, e.g. 23: for the others")
+    args = parser.parse_args()
+    start, stop = (int(i) if i else None for i in args.shapes.split(":"))
+    print(f"{'x, out channels, window/stride':26s}  {'GEMM':>24s}  {'direct':>24s}  direct / GEMM")
+    for shape in SHAPES[start:stop]:
+        print(compare(*shape, args.seconds, args.threads), flush=True)
