@@ -1,4 +1,4 @@
-"""The direct and depthwise conv ukernels' tile epilogues (bias, batch norm, relu, clip, SiLU, hardswish,
+"""The direct, depthwise and GEMM conv ukernels' tile epilogues (bias, batch norm, relu, clip, SiLU, hardswish,
 residual add), compiled on the cpu backend, against the interpreter; NaN and inf included."""
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ from test_packed_gemm import kernels
 from xdsl.dialects import func
 
 from graphopt.builder import GraphBuilder
-from graphopt.lowering import depthwise_conv, direct_conv, tile_epilogue
+from graphopt.lowering import depthwise_conv, direct_conv, packed_gemm, tile_epilogue
 from graphopt.lowering.pipelines import CPU
 
 CHANNELS = 19
-"""Output channels: two full tiles of 8 and a partial one."""
+"""Output channels: two full tiles of 8 and a partial one (of the GEMM: three of 6 and 1 row)."""
+KINDS = ["direct", "depthwise", "gemm"]
+"""The conv ukernel that `conv_module` calls."""
 
 
 def bias(g: GraphBuilder, y, shape=(CHANNELS, 1, 1)):
@@ -53,12 +55,16 @@ TAILS = {
 }
 
 
-def conv_module(tail, x_shape=(1, 5, 9, 11), strides=(1, 1), residual_shape=None, depthwise=False):
-    """@main(x, r) = tail(conv2d(x, w), r), with a 3x3 window and w a constant (`depthwise`:
-    one input channel per group, x with CHANNELS channels)."""
+def conv_module(tail, x_shape=(1, 5, 9, 11), strides=(1, 1), residual_shape=None, kind="direct"):
+    """@main(x, r) = tail(conv2d(x, w), r), with a 3x3 window and w a constant; `kind` "depthwise":
+    one input channel per group, x with CHANNELS channels; "gemm": x 4 * stride columns wide,
+    so that the output rows have 4 columns, at most 8 (`CpuSchedule.conv_gemm`)."""
     g = GraphBuilder()
+    depthwise = kind == "depthwise"
     if depthwise:
         x_shape = (x_shape[0], CHANNELS, *x_shape[2:])
+    if kind == "gemm":
+        x_shape = (*x_shape[:3], 4 * strides[1])
     x = g.input("x", x_shape)
     w = g.constant(sample((CHANNELS, 1 if depthwise else x_shape[1], 3, 3), seed=1, specials=False))
     groups = CHANNELS if depthwise else 1
@@ -79,35 +85,37 @@ def inputs(module):
 def epilogue_of(module) -> str:
     """The token of the epilogue that the module's one conv ukernel call applies ('' for none)."""
     (name,) = [op.callee.string_value() for kernel in kernels(module) for op in kernel.walk() if isinstance(op, func.CallOp)]
+    if name.startswith(packed_gemm.ROW_MAJOR_PREFIX):
+        return tile_epilogue.token(packed_gemm._epilogue(name))
     kind = depthwise_conv if name.startswith(depthwise_conv.PREFIX) else direct_conv
     return tile_epilogue.token(kind._parameters(name)[-1])
 
 
 @pytest.mark.parametrize("tail", TAILS)
-@pytest.mark.parametrize("depthwise", [False, True], ids=["direct", "depthwise"])
-def test_tails_run_in_the_ukernel_and_match_interpreter(tail, depthwise):
-    module, _ = conv_module(TAILS[tail], depthwise=depthwise)
+@pytest.mark.parametrize("kind", KINDS)
+def test_tails_run_in_the_ukernel_and_match_interpreter(tail, kind):
+    module, _ = conv_module(TAILS[tail], kind=kind)
     assert epilogue_of(module), "the tail should be the ukernel's epilogue"
     check_compiled(module, *inputs(module))
 
 
-@pytest.mark.parametrize("depthwise", [False, True], ids=["direct", "depthwise"])
-def test_relu_and_clip_keep_nan_exactly(depthwise):
+@pytest.mark.parametrize("kind", KINDS)
+def test_relu_and_clip_keep_nan_exactly(kind):
     """relu(NaN) and clip(NaN) are NaN, as in NumPy; -inf becomes 0 and +inf 6."""
     tail = lambda g, y, r: g.clip(g.relu(g.add(y, r)), min=-1.0, max=6.0)
-    module, out_shape = conv_module(tail, depthwise=depthwise)
+    module, out_shape = conv_module(tail, kind=kind)
     assert epilogue_of(module) == "addAR.maxS0C00000000.maxS1Cbf800000.minS2C40c00000"
-    x = np.zeros((1, CHANNELS if depthwise else 5, 9, 11), np.float32)
+    x = np.zeros(module.body.block.first_op.function_type.inputs.data[0].get_shape(), np.float32)
     r = np.zeros(out_shape, np.float32)
     r.reshape(-1)[:4] = [np.nan, np.inf, -np.inf, -0.0]
     (out,) = check_compiled(module, x, r)(x, r)
     assert np.isnan(out.reshape(-1)[0]) and list(out.reshape(-1)[1:3]) == [6.0, 0.0]
 
 
-@pytest.mark.parametrize("depthwise", [False, True], ids=["direct", "depthwise"])
-def test_strided_and_batch_norm_with_residual_at_two_threads(depthwise):
+@pytest.mark.parametrize("kind", KINDS)
+def test_strided_and_batch_norm_with_residual_at_two_threads(kind):
     tail = TAILS["batch_norm residual relu"]
-    module, _ = conv_module(tail, x_shape=(1, 6, 33, 40), strides=(2, 2), depthwise=depthwise)
+    module, _ = conv_module(tail, x_shape=(1, 6, 33, 40), strides=(2, 2), kind=kind)
     assert "R" in epilogue_of(module)
     check_compiled(module, *inputs(module), threads=2)
 
@@ -130,14 +138,14 @@ def test_tails_that_are_not_epilogues_stay_loop_nests(tail):
 
 @pytest.mark.parametrize("batch", [1, 3])
 @pytest.mark.parametrize("tail", ["batch_norm residual relu", "residual first", "bias input and computed scale"])
-@pytest.mark.parametrize("depthwise", [False, True], ids=["direct", "depthwise"])
-def test_tile_epilogues_split_across_two_threads(monkeypatch, batch, tail, depthwise):
+@pytest.mark.parametrize("kind", KINDS)
+def test_tile_epilogues_split_across_two_threads(monkeypatch, batch, tail, kind):
     """A call with epilogue operands splits like one without: three images by images (the
     per-channel operands read whole, the residual sliced as out), one image by its 19 output
     channels (the per-channel operands and the residual sliced as out). Rows of 12 columns keep
     each image a multiple of 16 bytes, so one image can be a chunk."""
     monkeypatch.setitem(CPU.defaults, "min_work", 0)
-    module, _ = conv_module(TAILS[tail], x_shape=(batch, 5, 9, 12), depthwise=depthwise)
+    module, _ = conv_module(TAILS[tail], x_shape=(batch, 5, 9, 12), kind=kind)
     assert epilogue_of(module)
     steps = check_compiled(module, *inputs(module), threads=2).steps
     assert next(step for step in steps if "conv2d" in step.name).kernel.chunks

@@ -1,0 +1,105 @@
+"""Convolutions run as the packed GEMM ukernel with b row-major (`CpuSchedule.conv_gemm`):
+1x1s and convs of narrow outputs, compiled on the cpu backend, against the interpreter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_conv_channel_split import compiled_calls, conv_block
+from test_graph_to_linalg import sample
+from test_packed_gemm import kernels
+from xdsl.dialects import func
+
+import graphopt
+from graphopt.builder import GraphBuilder
+from graphopt.lowering import packed_gemm
+from graphopt.lowering.pipelines import CPU
+
+GEMM = f"{packed_gemm.ROW_MAJOR_PREFIX}_"
+
+CONVS = [
+    # x, w, strides, padding, dilations: the output's OH * OW columns of the GEMM in the comment
+    ((1, 10, 1, 1), (7, 10, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),  # 1 column, x itself
+    ((1, 11, 3, 3), (9, 11, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1)),  # 1 column, 99 deep
+    ((1, 5, 1, 7), (8, 5, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),  # 7
+    ((1, 11, 7, 7), (13, 11, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),  # 49, 99 deep
+    ((1, 17, 5, 10), (19, 17, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),  # 50
+    ((1, 300, 14, 14), (20, 300, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1)),  # 196, k in two blocks
+    ((1, 30, 13, 13), (14, 30, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),  # 49, stride 2, 270 deep
+    ((1, 9, 14, 15), (37, 9, 1, 1), (2, 2), (0, 0, 0, 0), (1, 1)),  # 56, a strided 1x1
+    ((1, 7, 7, 7), (5, 7, 3, 3), (1, 1), (2, 2, 2, 2), (2, 2)),  # 49, dilated
+    ((1, 6, 8, 9), (11, 6, 3, 2), (1, 2), (0, 1, 2, 0), (1, 1)),  # 10 x 5, uneven padding
+]
+
+
+def gemm_calls(module) -> list[str]:
+    return [
+        op.callee.string_value()
+        for kernel in kernels(module)
+        for op in kernel.walk()
+        if isinstance(op, func.CallOp) and op.callee.string_value().startswith(GEMM)
+    ]
+
+
+def conv(x_shape, w_shape, strides=(1, 1), padding=(0, 0, 0, 0), dilations=(1, 1), groups=1, dtype="f32"):
+    """@main(x) = conv2d(x, w), w a constant."""
+    g = GraphBuilder()
+    x = g.input("x", x_shape, dtype)
+    w = g.constant(sample(w_shape, dtype, seed=1, specials=False))
+    return g.finish(g.conv2d(x, w, strides=strides, padding=padding, dilations=dilations, groups=groups))
+
+
+def check_compiled(monkeypatch, module, *arrays, threads: int):
+    """The module compiled at `threads` (small kernels split too) against the interpreter."""
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    expected = graphopt.interpret(module, *arrays)
+    executable = graphopt.compile(module, backends=("cpu",), threads=threads)
+    for e, a in zip(expected, executable(*arrays), strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-4, equal_nan=True)
+    return executable
+
+
+@pytest.mark.parametrize("x_shape, w_shape, strides, padding, dilations", CONVS)
+@pytest.mark.parametrize("batch, threads", [(1, 1), (1, 2), (3, 1), (3, 2)])
+def test_convs_match_interpreter(monkeypatch, x_shape, w_shape, strides, padding, dilations, batch, threads):
+    """NaN, inf and signed zeros at the start of x propagate as in the interpreter and stay out
+    of the columns next to them; one GEMM per image; at 2 threads one image runs by chunks of
+    output channels, three by chunks of images."""
+    x_shape = (batch, *x_shape[1:])
+    module = conv(x_shape, w_shape, strides, padding, dilations)
+    (name,) = gemm_calls(module)
+    out_shape = module.body.block.first_op.function_type.outputs.data[0].get_shape()
+    assert name.endswith("_" + "x".join(map(str, out_shape)))
+    check_compiled(monkeypatch, module, sample(x_shape), threads=threads)
+
+
+def test_schedule_runs_1x1s_and_narrow_outputs_as_the_gemm():
+    def runs_gemm(x_shape, w_shape, strides=(1, 1), padding=(1, 1, 1, 1), groups=1, dtype="f32"):
+        return bool(gemm_calls(conv(x_shape, w_shape, strides, padding, groups=groups, dtype=dtype)))
+
+    assert runs_gemm((1, 64, 56, 56), (64, 64, 1, 1), padding=(0, 0, 0, 0))  # 1x1: any width
+    assert runs_gemm((1, 64, 56, 56), (64, 64, 1, 1), strides=(2, 2), padding=(0, 0, 0, 0))
+    assert runs_gemm((1, 8, 8, 8), (4, 8, 3, 3))  # 8 output columns
+    assert runs_gemm((1, 8, 15, 15), (4, 8, 3, 3), strides=(2, 2))
+    assert not runs_gemm((1, 8, 9, 9), (4, 8, 3, 3))  # 9 columns: the direct ukernel
+    assert not runs_gemm((1, 8, 7, 7), (4, 4, 1, 1), padding=(0, 0, 0, 0), groups=2)  # grouped
+    assert not runs_gemm((1, 8, 7, 7), (8, 1, 3, 3), groups=8)  # depthwise
+    assert not runs_gemm((1, 8, 7, 7), (4, 8, 1, 1), padding=(0, 0, 0, 0), dtype="f64")
+
+
+def test_one_image_splits_by_output_channels_with_its_epilogue(monkeypatch):
+    """30 output channels at 2 threads: chunks of 24 and 6 (multiples of 12: the GEMM's 6-row
+    tiles and 16-byte alignment of w's 36-byte channels), each calling the ukernel on all of x
+    and on its channels of w, the bias, the residual and out."""
+    x_shape = (1, 9, 6, 7)
+    module = conv_block(x_shape, (30, 9, 1, 1), epilogue="residual_relu")
+    arrays = (sample(x_shape), sample((1, 30, 6, 7), seed=4))
+    executable, calls = compiled_calls(monkeypatch, module, *arrays)
+    (step,) = executable.steps
+    assert [begin for _, begin in step.kernel.chunks] == [0, 24]
+    ukernel = f"{GEMM}eaddAP0.addS0R.maxS1C00000000_1x9x6x7_{{0}}x9x1x1_{{0}}x1x1_1x{{0}}x6x7_1x{{0}}x6x7".format
+    assert calls == {
+        "fused_conv2d_add_relu_0": ukernel(30),
+        "fused_conv2d_add_relu_0_rows24": ukernel(24),
+        "fused_conv2d_add_relu_0_rows6": ukernel(6),
+    }
