@@ -1,6 +1,7 @@
 """Convolutions run as the packed GEMM ukernel (b row-major) against the direct ukernel, one thread.
 
     python benchmarks/conv_gemm.py [--seconds 1.0] [--threads 1] [--shapes 0:23]
+    python benchmarks/conv_gemm.py --model resnet50 [--threads 1]
 
 For each shape (ResNet-50's and Inception-v2's convs at batch 1, then a few others), conv2d(x, w) + bias, relu with
 w and bias constants, compiled twice by graphopt.compile(backends=("cpu",)): as the packed GEMM
@@ -8,12 +9,19 @@ ukernel (the cpu schedule's `conv_gemm` made true) and as the direct ukernel (ma
 apply bias and relu in the tile and include the Executable's dispatch. The two run in
 alternating blocks of calls (benchmarks/timing.py); prints medians, GFLOP/s and direct / GEMM.
 The two results are checked against each other.
+
+--model NAME: the ONNX light zoo's model (onnx/backend/test/data/light/light_NAME.onnx, batch 1)
+compiled both ways; `Executable.profile` of each, 3 rounds alternating, 5 runs a round; prints
+each conv step's median time and GFLOP/s both ways, then the sums of all steps.
 """
 
 import argparse
+import os
+import statistics
 from unittest import mock
 
 import numpy as np
+import onnx
 
 import graphopt
 from graphopt.builder import GraphBuilder
@@ -21,6 +29,18 @@ from graphopt.lowering.linalg.schedule import CpuSchedule
 from graphopt.runtime.arrays import aligned_array, aligned_empty
 
 from timing import checked_rates
+
+
+def compiled(module, threads: int, conv_gemm):
+    """`module` compiled on the cpu backend with `conv_gemm` as the cpu schedule's choice; every step on cpu."""
+    with mock.patch.object(CpuSchedule, "conv_gemm", conv_gemm):
+        executable = graphopt.compile(module, backends=("cpu",), threads=threads)
+    assert all(step.backend == "cpu" for step in executable.steps), executable.report()
+    return executable
+
+
+ALWAYS, NEVER, RULE = (lambda self, op: True), (lambda self, op: False), CpuSchedule.conv_gemm
+
 
 SHAPES = [
     # (batch, in channels, height = width, out channels, window, stride): ResNet-50 and Inception-v2
@@ -66,11 +86,7 @@ def compare(batch, channels, size, out_channels, window, stride, seconds: float,
     padding = [window // 2] * 4
     conv = g.conv2d(g.input("x", x.shape), g.constant(w), padding=padding, strides=[stride, stride])
     module = g.finish(g.relu(g.add(conv, g.constant(rng.standard_normal((out_channels, 1, 1)).astype(np.float32)))))
-    executables = {}
-    for side, chosen in (("gemm", True), ("direct", False)):
-        with mock.patch.object(CpuSchedule, "conv_gemm", lambda self, op: chosen):
-            executables[side] = graphopt.compile(module, backends=("cpu",), threads=threads)
-        assert all(step.backend == "cpu" for step in executables[side].steps), executables[side].report()
+    executables = {"gemm": compiled(module, threads, ALWAYS), "direct": compiled(module.clone(), threads, NEVER)}
     shape = module.body.block.first_op.function_type.outputs.data[0].get_shape()
     outputs = {side: aligned_empty(shape, np.float32) for side in executables}
     calls = {side: (lambda e=e, o=outputs[side]: e(x, out=[o])) for side, e in executables.items()}
@@ -79,12 +95,36 @@ def compare(batch, channels, size, out_channels, window, stride, seconds: float,
     return f"{name:26s}  " + checked_rates(calls, outputs, flops, seconds)
 
 
+def profile_model(name: str, threads: int) -> None:
+    path = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light", f"light_{name}.onnx")
+    module = graphopt.from_onnx(path)
+    executables = {"gemm": compiled(module, threads, RULE), "direct": compiled(module.clone(), threads, NEVER)}
+    shape = module.body.block.first_op.function_type.inputs.data[0].get_shape()
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    profiles = {side: [] for side in executables}
+    for _ in range(3):
+        for side, executable in executables.items():
+            profiles[side].append(executable.profile(x, repeat=5).steps)
+    medians = {side: [statistics.median(p[i].seconds for p in runs) for i in range(len(runs[0]))] for side, runs in profiles.items()}
+    print(f"{'step':40s}  {'GEMM rule':>22s}  {'direct only':>22s}  direct / GEMM rule")
+    for i, step in enumerate(profiles["gemm"][0]):
+        if "conv2d" in step.ops:
+            gemm, direct = medians["gemm"][i], medians["direct"][i]
+            rates = "  ".join(f"{t * 1e3:6.3f} ms {step.flops / t / 1e9:6.1f} GFLOP/s" for t in (gemm, direct))
+            print(f"{step.name:40s}  {rates}  {direct / gemm:6.2f}x")
+    print(f"all steps: GEMM rule {sum(medians['gemm']) * 1e3:.2f} ms, direct only {sum(medians['direct']) * 1e3:.2f} ms")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=1.0, help="timing per shape")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--shapes", default=":", help="a slice of SHAPES, e.g. 23: for the others")
+    parser.add_argument("--model", help="profile this light zoo model's conv steps instead")
     args = parser.parse_args()
+    if args.model:
+        profile_model(args.model, args.threads)
+        raise SystemExit
     start, stop = (int(i) if i else None for i in args.shapes.split(":"))
     print(f"{'x, out channels, window/stride':26s}  {'GEMM':>24s}  {'direct':>24s}  direct / GEMM")
     for shape in SHAPES[start:stop]:
