@@ -22,6 +22,8 @@ INTRINSICS = (
     f"declare {VECTOR_TYPE} @llvm.maximum.v16f32({VECTOR_TYPE}, {VECTOR_TYPE})",
     f"declare {VECTOR_TYPE} @llvm.minimum.v16f32({VECTOR_TYPE}, {VECTOR_TYPE})",
     f"declare {VECTOR_TYPE} @llvm.sqrt.v16f32({VECTOR_TYPE})",
+    f"declare {VECTOR_TYPE} @llvm.masked.gather.v16f32.v16p0(<16 x ptr>, i32, <16 x i1>, {VECTOR_TYPE})",
+    f"declare float @llvm.vector.reduce.fadd.v16f32(float, {VECTOR_TYPE})",
 )
 """Declarations of the intrinsics the ukernels call."""
 

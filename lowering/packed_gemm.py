@@ -165,6 +165,12 @@ class _Ukernel(LLVMText):
         def lanes(v: int) -> int:
             return columns - v * VECTOR if v == vectors - 1 else VECTOR
 
+        dot = row_major and vectors > 1 and lanes(vectors - 1) == 1
+        looped = range(vectors - 1 if dot else vectors)
+        """The vectors the k loop computes; a last vector of one lane (7x7 outputs: 49 = 3 x 16
+        + 1), which would take one FMA per row for one useful product, is a dot product along
+        k per row after the loop instead (`_dot_column`)."""
+
         e = self.emit
         epilogue = f", i1 %last{tile_epilogue.parameters(self.epilogue)}" if self.epilogue else ""
         self.define(
@@ -179,10 +185,10 @@ class _Ukernel(LLVMText):
         e("loop:")
         e("  %k = phi i64 [0, %entry], [%k.next, %loop]")
         for r in range(rows):
-            for v in range(vectors):
+            for v in looped:
                 e(f"  %acc.{r}.{v} = phi {VECTOR_TYPE} [%init.{r}.{v}, %entry], [%sum.{r}.{v}, %loop]")
         e(f"  %b.k = mul i64 %k, {stride}")
-        for v in range(vectors):
+        for v in looped:
             e(f"  %b.at.{v} = add i64 %b.k, {v * VECTOR}")
             e(f"  %b.ptr.{v} = getelementptr float, ptr %b, i64 %b.at.{v}")
             e(load(f"%b.{v}", f"%b.ptr.{v}", lanes(v) if row_major else VECTOR))
@@ -191,12 +197,14 @@ class _Ukernel(LLVMText):
             e(f"  %a.ptr.{r} = getelementptr float, ptr %a, i64 %a.at.{r}")
             e(f"  %a.{r} = load float, ptr %a.ptr.{r}, align 4")
             self.lines += broadcast(f"%a.all.{r}", f"%a.{r}")
-            for v in range(vectors):
+            for v in looped:
                 e(fma(f"%sum.{r}.{v}", f"%a.all.{r}", f"%b.{v}", f"%acc.{r}.{v}"))
         e("  %k.next = add i64 %k, 1")
         e("  %k.done = icmp eq i64 %k.next, %kc")
         e("  br i1 %k.done, label %exit, label %loop")
         e("exit:")
+        if dot:
+            self._dot_column(rows, vectors - 1)
         if self.epilogue:
             e("  br i1 %last, label %finish, label %partial")
             e("partial:")
@@ -212,6 +220,46 @@ class _Ukernel(LLVMText):
                     result = finish.apply(f"%sum.{r}.{v}", r, r * self.n + v * VECTOR, lanes(v))
                     e(store(result, f"%c.{r}.{v}", lanes(v)))
         self.end()
+
+    def _dot_column(self, rows: int, v: int) -> None:
+        """%sum.<r>.<v> for a vector `v` of one lane: out[r, 16 v] (+)= the dot product of a's
+        row r and b's column 16 v over the block's %kc steps, 16 steps at a time (b's column
+        gathered, a's rows loaded, both under a mask past %kc), summed across lanes at the end."""
+        e = self.emit
+        lane_indices = "<" + ", ".join(f"i64 {lane}" for lane in range(VECTOR)) + ">"
+        splat = lambda name, scalar: [
+            f"  {name}.one = insertelement <16 x i64> poison, i64 {scalar}, i64 0",
+            f"  {name} = shufflevector <16 x i64> {name}.one, <16 x i64> poison, <16 x i32> zeroinitializer",
+        ]
+        e("  br label %dot")
+        e("dot:")
+        e("  %j = phi i64 [0, %exit], [%j.next, %dot]")
+        for r in range(rows):
+            e(f"  %dot.acc.{r} = phi {VECTOR_TYPE} [zeroinitializer, %exit], [%dot.sum.{r}, %dot]")
+        e("  %j.left.scalar = sub i64 %kc, %j")
+        self.lines += splat("%j.left", "%j.left.scalar") + splat("%j.all", "%j")
+        e(f"  %j.valid = icmp ult <16 x i64> {lane_indices}, %j.left")
+        e(f"  %j.steps = add <16 x i64> %j.all, {lane_indices}")
+        e(f"  %b.rows = mul <16 x i64> %j.steps, splat (i64 {self.n})")
+        e(f"  %b.column = getelementptr float, ptr %b, i64 {v * VECTOR}")
+        e("  %b.column.ptrs = getelementptr float, ptr %b.column, <16 x i64> %b.rows")
+        e(f"  %b.column.values = call {VECTOR_TYPE} @llvm.masked.gather.v16f32.v16p0(<16 x ptr> %b.column.ptrs, i32 4, "
+          f"<16 x i1> %j.valid, {VECTOR_TYPE} zeroinitializer)")
+        for r in range(rows):
+            e(f"  %dot.a.at.{r} = add i64 %j, {r * self.k}")
+            e(f"  %dot.a.ptr.{r} = getelementptr float, ptr %a, i64 %dot.a.at.{r}")
+            e(f"  %dot.a.{r} = call {VECTOR_TYPE} @llvm.masked.load.v16f32.p0(ptr %dot.a.ptr.{r}, i32 4, <16 x i1> %j.valid, "
+              f"{VECTOR_TYPE} zeroinitializer)")
+            e(fma(f"%dot.sum.{r}", f"%dot.a.{r}", "%b.column.values", f"%dot.acc.{r}"))
+        e(f"  %j.next = add i64 %j, {VECTOR}")
+        e("  %j.more = icmp ult i64 %j.next, %kc")
+        e("  br i1 %j.more, label %dot, label %dot.exit")
+        e("dot.exit:")
+        for r in range(rows):
+            e(f"  %dot.{r} = call reassoc float @llvm.vector.reduce.fadd.v16f32(float -0.0, {VECTOR_TYPE} %dot.sum.{r})")
+            e(f"  %dot.old.{r} = extractelement {VECTOR_TYPE} %init.{r}.{v}, i64 0")
+            e(f"  %dot.total.{r} = fadd float %dot.old.{r}, %dot.{r}")
+            e(f"  %sum.{r}.{v} = insertelement {VECTOR_TYPE} zeroinitializer, float %dot.total.{r}, i64 0")
 
     # --- the ukernel: loops over images, k blocks, panels and row tiles ---
 

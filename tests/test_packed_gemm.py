@@ -224,7 +224,9 @@ def run_row_major(b: np.ndarray, a: np.ndarray, epilogue=(), operands=(), out_sh
     "images, rows, k, n",
     [
         (1, 1, 1, 1),
-        (1, 13, 7, 49),  # 6 + 6 + 1 rows; one edge tile of 49 columns (1 lane masked in)
+        (1, 13, 7, 49),  # 6 + 6 + 1 rows; one edge tile of 49 columns, the last a dot product along k
+        (2, 8, 300, 49),  # the dot product over blocks of 256 (16 steps of 16) and 44 (the last 12 masked)
+        (1, 5, 40, 17),  # one vector and a dot product
         (3, 7, 300, 50),  # k past one block: partial sums stored, then reloaded
         (2, 6, 20, 130),  # two full panels and 2 columns
         (1, 19, 9, 196),
@@ -245,7 +247,7 @@ def test_row_major_b_matches_numpy_and_reads_nothing_past_b(images, rows, k, n):
 
 def test_row_major_epilogue_per_row_applies_after_the_last_k_block():
     """relu(a @ b + bias[row] + residual): the bias is per row (an output channel), the residual of out's shape."""
-    images, rows, k, n = 2, 8, 270, 21
+    images, rows, k, n = 2, 8, 270, 49
     b, a = sample((images, k, n), seed=1, specials=False), sample((rows, k), seed=2, specials=False)
     bias, residual = sample((rows, 1), seed=3, specials=False), sample((images, rows, n), seed=4, specials=False)
     steps = (("add", ("A", "P0")), ("add", ("S0", "R")), ("max", ("S1", tile_epilogue.constant(0.0))))
@@ -253,6 +255,6 @@ def test_row_major_epilogue_per_row_applies_after_the_last_k_block():
     np.testing.assert_allclose(out, np.maximum(a @ b + bias + residual, 0), rtol=1e-4, atol=1e-4)
     types = [MemRefType(f32, x.shape) for x in (b, a, bias, residual, out)]
     name = row_major_name(types, steps)
-    assert name.startswith("graphopt_sgemm_rowmajor_eaddAP0.addS0R.maxS1C00000000_2x270x21_8x270_")
+    assert name.startswith("graphopt_sgemm_rowmajor_eaddAP0.addS0R.maxS1C00000000_2x270x49_8x270_")
     chunk_types = [MemRefType(f32, shape) for shape in ((1, k, n), (rows, k), (rows, 1), (1, rows, n), (1, rows, n))]
     assert chunk_name(name, chunk_types) == row_major_name(chunk_types, steps)  # a chunk keeps the epilogue
