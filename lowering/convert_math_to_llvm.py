@@ -146,6 +146,13 @@ class FloatExpression:
     def shift_right_signed(self, a: SSAValue, bits: int) -> SSAValue:
         return self.emit(llvm.AShrOp(a, self.int_value(bits)))
 
+    def ldexp(self, x: SSAValue, k: SSAValue) -> SSAValue:
+        """x 2^k for an integer k (of the float's width) in [-253, 255], as 2^(k/2) 2^(k - k/2), so
+        that a subnormal result rounds once and a large one overflows to inf."""
+        half_k = self.shift_right_signed(k, 1)
+        scaled = self.mul(x, power_of_two_f32(self, half_k))
+        return self.mul(scaled, power_of_two_f32(self, self.int_sub(k, half_k)))
+
     def polynomial(self, x: SSAValue, coefficients: Sequence[float]) -> SSAValue:
         """Horner's scheme with fma, highest-degree coefficient first."""
         result = self.constant(coefficients[0])
@@ -228,8 +235,8 @@ def power_of_two_f32(expr: FloatExpression, k: SSAValue) -> SSAValue:
 def expand_exp_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
     """e^x = 2^n e^r: n = round(x / ln 2) by adding 1.5 * 2^23 (n lands in the low mantissa bits),
     r = x - n ln 2 in two fma steps (Cody-Waite, |r| <= ln2 / 2), e^r = 1 + r + r^2 P(r) with
-    Cephes expf's degree-5 P. 2^n is applied as 2^(n/2) 2^(n - n/2), so subnormal results round
-    once and large ones overflow to inf. x is clamped to [-104, 89] first, beyond which e^x rounds
+    Cephes expf's degree-5 P, times 2^n (`expr.ldexp`: subnormal results round once, large
+    ones overflow to inf). x is clamped to [-104, 89] first, beyond which e^x rounds
     to 0 or inf; NaN passes through."""
     x = expr.clamp(a, -104.0, 89.0)
     rounding_shift = 1.5 * 2**F32_MANTISSA_BITS
@@ -239,9 +246,7 @@ def expand_exp_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
     p = expr.polynomial(r, [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1])
     exp_r = expr.add(expr.fma(expr.mul(r, r), p, r), 1.0)
     n_int = expr.int_sub(expr.to_bits(shifted), 0x4B400000)  # the bits of 1.5 * 2^23
-    half_n = expr.shift_right_signed(n_int, 1)
-    scaled = expr.mul(exp_r, power_of_two_f32(expr, half_n))
-    return expr.mul(scaled, power_of_two_f32(expr, expr.int_sub(n_int, half_n)))
+    return expr.ldexp(exp_r, n_int)
 
 
 def expand_log_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:

@@ -9,9 +9,10 @@ relu, the bias per-channel operand 0, is
 
     addAP0.maxS0C00000000
 
-Ops: add, sub, mul, div, max and min (NaN-propagating, as NumPy's maximum and minimum) and
-sqrt. Steps that read neither `A` nor `R` (a batch norm's sqrt(var + eps)) are computed once
-per channel of the tile.
+Ops: add, sub, mul, div, max and min (NaN-propagating, as NumPy's maximum and minimum), sqrt
+and sigmoid (1 / (1 + exp(-x)), with convert-math-to-llvm's exp expansion, whose 2^n is one
+`llvm.ldexp`: AVX-512's vscalefps). Steps that read neither `A` nor `R` (a batch norm's
+sqrt(var + eps)) are computed once per channel of the tile.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from graphopt.lowering.convert_math_to_llvm import expand_exp_f32
 from graphopt.lowering.llvm_text import VECTOR_TYPE, LLVMText, broadcast, load
 
 Step = tuple[str, tuple[str, ...]]
@@ -89,6 +91,68 @@ def _float_literal(value: float) -> str:
     return f"0x{struct.unpack('<Q', struct.pack('<d', float(np.float32(value))))[0]:016X}"
 
 
+class VectorExpression:
+    """The builders of `convert_math_to_llvm.FloatExpression` that `expand_exp_f32` calls, on
+    <16 x float> values of LLVM IR text (operands: value names, or numbers for splat constants);
+    2^k is one `llvm.ldexp` (vscalefps) instead of two multiplications by built powers of two."""
+
+    INT_TYPE = "<16 x i32>"
+
+    def __init__(self, text: LLVMText):
+        self.text = text
+
+    def float_value(self, value: str | float) -> str:
+        return value if isinstance(value, str) else f"splat (float {_float_literal(value)})"
+
+    def _instruction(self, name: str, *operands: str | float) -> str:
+        return self.text.value(f"{name} {VECTOR_TYPE} " + ", ".join(self.float_value(o) for o in operands))
+
+    def _call(self, intrinsic: str, *operands: str) -> str:
+        return self.text.value(f"call {VECTOR_TYPE} @llvm.{intrinsic}(" + ", ".join(operands) + ")")
+
+    def add(self, a, b):
+        return self._instruction("fadd", a, b)
+
+    def sub(self, a, b):
+        return self._instruction("fsub", a, b)
+
+    def mul(self, a, b):
+        return self._instruction("fmul", a, b)
+
+    def div(self, a, b):
+        return self._instruction("fdiv", a, b)
+
+    def fma(self, a, b, c):
+        return self._call("fma.v16f32", *(f"{VECTOR_TYPE} {self.float_value(o)}" for o in (a, b, c)))
+
+    def clamp(self, x: str, lower: float, upper: float) -> str:
+        """x clamped to [lower, upper], NaN passing through (ordered compares)."""
+        for predicate, bound in (("ogt", upper), ("olt", lower)):
+            outside = self._instruction(f"fcmp {predicate}", x, bound)
+            x = self.text.value(f"select <16 x i1> {outside}, {VECTOR_TYPE} {self.float_value(bound)}, {VECTOR_TYPE} {x}")
+        return x
+
+    def polynomial(self, x: str, coefficients: Sequence[float]) -> str:
+        """Horner's scheme with fma, highest-degree coefficient first."""
+        result = self.float_value(coefficients[0])
+        for coefficient in coefficients[1:]:
+            result = self.fma(x, result, coefficient)
+        return result
+
+    def to_bits(self, x: str) -> str:
+        return self.text.value(f"bitcast {VECTOR_TYPE} {x} to {self.INT_TYPE}")
+
+    def int_sub(self, a: str, b: int) -> str:
+        return self.text.value(f"sub {self.INT_TYPE} {a}, splat (i32 {b})")
+
+    def ldexp(self, x: str, k: str) -> str:
+        return self._call("ldexp.v16f32.v16i32", f"{VECTOR_TYPE} {x}", f"{self.INT_TYPE} {k}")
+
+    def sigmoid(self, x: str) -> str:
+        """1 / (1 + exp(-x)), as the interpreter computes it."""
+        return self.div(1.0, self.add(1.0, expand_exp_f32(self, self.text.value(f"fneg {VECTOR_TYPE} {x}"))))
+
+
 class TileEpilogue:
     """Writes `steps` on the output vectors of one register tile, into `text`.
 
@@ -143,7 +207,10 @@ class TileEpilogue:
         return self.uniform[key]
 
     def _step(self, op: str, arguments: Sequence[str]) -> str:
-        """One step on <16 x float> values: an instruction (add, sub, mul, div) or an intrinsic."""
+        """One step on <16 x float> values: an instruction (add, sub, mul, div), the sigmoid
+        expansion or an intrinsic."""
+        if op == "sigmoid":
+            return VectorExpression(self.text).sigmoid(arguments[0])
         if op in ("add", "sub", "mul", "div"):
             return self.text.value(f"f{op} {VECTOR_TYPE} {arguments[0]}, {arguments[1]}")
         intrinsic = f"{op}imum" if op in ("max", "min") else op

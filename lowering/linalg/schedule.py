@@ -159,7 +159,8 @@ class CpuSchedule(PlainSchedule):
         return depthwise_conv.applies(op.x.type, op.w.type, op.result.type, op.get("groups"), op.get("strides"))
 
     def tile_epilogue(self, kernel: Kernel, anchor: Operation):
-        return tile_epilogue_of(kernel, anchor)
+        """Sigmoid (SiLU) steps too, except on depthwise convs (`epilogue.EXPENSIVE_OPS`)."""
+        return tile_epilogue_of(kernel, anchor, expensive=not self.depthwise_conv(anchor))
 
     def softmax_row_max(self) -> type[Operation]:
         """`maxnumf`: the max only shifts exp's argument, and maxnumf skips NaN and vectorizes
