@@ -232,10 +232,18 @@ def power_of_two_f32(expr: FloatExpression, k: SSAValue) -> SSAValue:
     return expr.from_bits(expr.shift_left(expr.int_add(k, F32_EXPONENT_BIAS), F32_MANTISSA_BITS))
 
 
+EXP_COEFFICIENTS = (1.3843607157468796e-3, 8.374195545911789e-3, 4.166800528764725e-2, 1.6666430234909058e-1,
+                    4.999999403953552e-1, 1.0)
+"""Q(r), highest degree first, with e^r = 1 + r Q(r) on |r| <= ln2 / 2: a weighted least-squares
+fit (Lawson's iteration towards the minimax) of the relative error of e^r, rounded to f32. In
+f32 with fma it is within 1.2 ulp (7.2e-8) of e^r, as Cephes expf's 1 + r + r^2 P(r) is (1.16 ulp),
+in two operations fewer (measured on 200001 points of the interval)."""
+
+
 def expand_exp_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
     """e^x = 2^n e^r: n = round(x / ln 2) by adding 1.5 * 2^23 (n lands in the low mantissa bits),
-    r = x - n ln 2 in two fma steps (Cody-Waite, |r| <= ln2 / 2), e^r = 1 + r + r^2 P(r) with
-    Cephes expf's degree-5 P, times 2^n (`expr.ldexp`: subnormal results round once, large
+    r = x - n ln 2 in two fma steps (Cody-Waite, |r| <= ln2 / 2), e^r = 1 + r Q(r) by Horner's
+    scheme (EXP_COEFFICIENTS: six fma in all), times 2^n (`expr.ldexp`: subnormal results round once, large
     ones overflow to inf). x is clamped to [-104, 89] first, beyond which e^x rounds
     to 0 or inf; NaN passes through."""
     x = expr.clamp(a, -104.0, 89.0)
@@ -243,8 +251,7 @@ def expand_exp_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
     shifted = expr.fma(x, 1.4426950408889634, rounding_shift)
     n = expr.sub(shifted, rounding_shift)
     r = expr.fma(n, -LN2_LOW, expr.fma(n, -LN2_HIGH, x))
-    p = expr.polynomial(r, [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1])
-    exp_r = expr.add(expr.fma(expr.mul(r, r), p, r), 1.0)
+    exp_r = expr.fma(expr.polynomial(r, EXP_COEFFICIENTS), r, 1.0)
     n_int = expr.int_sub(expr.to_bits(shifted), 0x4B400000)  # the bits of 1.5 * 2^23
     return expr.ldexp(exp_r, n_int)
 
