@@ -243,8 +243,8 @@ in two operations fewer (measured on 200001 points of the interval)."""
 def expand_exp_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
     """e^x = 2^n e^r: n = round(x / ln 2) by adding 1.5 * 2^23 (n lands in the low mantissa bits),
     r = x - n ln 2 in two fma steps (Cody-Waite, |r| <= ln2 / 2), e^r = 1 + r Q(r) by Horner's
-    scheme (EXP_COEFFICIENTS: six fma in all), times 2^n (`expr.ldexp`: subnormal results round once, large
-    ones overflow to inf). x is clamped to [-104, 89] first, beyond which e^x rounds
+    scheme (EXP_COEFFICIENTS: six fma in all), times 2^n (`expr.ldexp`: subnormal results round
+    once, large ones overflow to inf). x is clamped to [-104, 89] first, beyond which e^x rounds
     to 0 or inf; NaN passes through."""
     x = expr.clamp(a, -104.0, 89.0)
     rounding_shift = 1.5 * 2**F32_MANTISSA_BITS

@@ -116,9 +116,6 @@ class VectorExpression:
     def sub(self, a, b):
         return self._instruction("fsub", a, b)
 
-    def mul(self, a, b):
-        return self._instruction("fmul", a, b)
-
     def div(self, a, b):
         return self._instruction("fdiv", a, b)
 

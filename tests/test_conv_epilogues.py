@@ -106,31 +106,38 @@ def test_tails_run_in_the_ukernel_and_match_interpreter(tail, kind):
     check_compiled(module, *inputs(module))
 
 
+SIGMOID_GRID = np.concatenate(
+    [np.linspace(-110, 40, 19990), [np.nan, np.inf, -np.inf, 0.0, -0.0, 88.72, -88.72, -87.33, -103.97, -103.98]]
+)
+"""20000 sigmoid arguments: a dense grid over the range where sigmoid is a normal float and
+below it, the special values and the edges of exp's clamp and overflow."""
+
+
 @pytest.mark.parametrize("kind", ["direct", "gemm"])
 def test_sigmoid_in_the_tile_is_as_accurate_as_the_loop_nest(kind):
-    """sigmoid of a dense grid of conv outputs, against float64 sigmoid of the interpreter's conv:
-    relative error < 1e-6 where the result is a normal float (the loop nest's exp bound), within
-    2^-126 below it; NaN where it is NaN. The conv (2 channels, weights 1 and 0 at one tap, 0
-    elsewhere) outputs the grid in channel 0; a 1x2 window on 200-column rows is the direct
+    """sigmoid of the conv outputs SIGMOID_GRID, against float64 sigmoid of the interpreter's
+    conv: relative error < 1e-6 where the result is a normal float (the loop nest's exp bound),
+    within 2^-126 below it; NaN where it is NaN. The conv (2 channels, weight 1 at one tap of
+    channel 0, 0 elsewhere) outputs the grid; a 1x2 window on 200-column rows is the direct
     ukernel's, a 1x1 the GEMM's."""
-    grid = np.concatenate([np.linspace(-110, 40, 19990), [np.nan, np.inf, -np.inf, 0.0, -0.0, 88.72, -88.72, -87.33, -103.97, -103.98]])
-    x = np.stack([grid.reshape(100, 200), np.zeros((100, 200))])[None].astype(np.float32)
+    x = np.stack([SIGMOID_GRID.reshape(100, 200), np.zeros((100, 200))])[None].astype(np.float32)
     w = np.zeros((1, 2, 1, 2 if kind == "direct" else 1), np.float32)
     w[0, 0, 0, 0] = 1.0
-    g = GraphBuilder()
-    y = g.conv2d(g.input("x", x.shape), g.constant(w), strides=(1, 1), dilations=(1, 1), padding=(0, 0, 0, w.shape[3] - 1), groups=1)
-    conv = g.finish(y)
-    g = GraphBuilder()
-    y = g.conv2d(g.input("x", x.shape), g.constant(w), strides=(1, 1), dilations=(1, 1), padding=(0, 0, 0, w.shape[3] - 1), groups=1)
-    module = g.finish(g.sigmoid(y))
+
+    def conv_then(tail):
+        g = GraphBuilder()
+        attributes = dict(strides=(1, 1), dilations=(1, 1), padding=(0, 0, 0, w.shape[3] - 1), groups=1)
+        return g.finish(tail(g, g.conv2d(g.input("x", x.shape), g.constant(w), **attributes)))
+
+    module = conv_then(lambda g, y: g.sigmoid(y))
     assert epilogue_of(module) == "sigmoidA"
-    (name,) = [op.callee.string_value() for kernel in kernels(module) for op in kernel.walk() if isinstance(op, func.CallOp)]
-    assert name.startswith(direct_conv.PREFIX if kind == "direct" else packed_gemm.ROW_MAJOR_PREFIX)
+    calls = [op.callee.string_value() for kernel in kernels(module) for op in kernel.walk() if isinstance(op, func.CallOp)]
+    assert calls[0].startswith(direct_conv.PREFIX if kind == "direct" else packed_gemm.ROW_MAJOR_PREFIX)
     (result,) = check_compiled(module, x)(x)
-    (y,) = graphopt.interpret(conv, x)
+    (y,) = graphopt.interpret(conv_then(lambda g, y: y), x)
     with np.errstate(over="ignore"):
-        reference = 1 / (1 + np.exp(-y.astype(np.float64)))
-    result, reference = result.astype(np.float64).ravel(), reference.ravel()
+        reference = 1 / (1 + np.exp(-y.astype(np.float64).ravel()))
+    result = result.astype(np.float64).ravel()
     tiny = float(np.finfo(np.float32).tiny)
     normal = reference >= tiny
     assert np.max(np.abs(result - reference)[normal] / reference[normal]) < 1e-6
