@@ -44,6 +44,24 @@ stride 1, 4 rows ran 1.1-1.5x faster than 1 (8: within 10% of 4); at stride 2, 2
 ran 0.95-1.11x the speed of 1. A 'flat' variant of the small stride-1 planes (vectors of 16
 consecutive outputs across rows, 4 vectors for a 7x7 plane instead of 7 of 7 lanes) ran
 1.08x slower than blocks of 4 rows on 960x7x7 and 1.4x slower on 14x14."""
+PLANE_STEPS = frozenset({"sigmoid"})
+"""Epilogue steps whose cost is their arithmetic (an exp): an epilogue with one runs over each
+output channel's plane after its blocks (`_Ukernel._plane_epilogue`), as flat vectors, since
+a row's last vector is mostly padding on 7- to 28-wide rows. On the block functions' vectors,
+conv + batch norm + SiLU ran 0.60-0.95x the speed of the loop nest on EfficientNet's shapes."""
+PLANE_WASTE = 0.1
+"""The most idle lanes, as a share of a plane's floats, for which the ukernel takes an epilogue
+with PLANE_STEPS (`takes_epilogue`): the plane pass ran 1.09-1.19x the loop nest's speed on
+planes of 196 floats and more (13 vectors, 4 lanes of the last used), 0.80x on 7x7 planes (49:
+four vectors for 3 and one lane)."""
+
+
+def takes_epilogue(epilogue: Sequence[tile_epilogue.Step], out_shape: Sequence[int]) -> bool:
+    """Whether the ukernel applies `epilogue` to an output of this shape (NCHW): any, but one
+    with PLANE_STEPS only on planes whose last vector leaves at most PLANE_WASTE of it idle."""
+    plane = out_shape[2] * out_shape[3]
+    idle = -plane % VECTOR
+    return not any(op in PLANE_STEPS for op, _ in epilogue) or idle <= PLANE_WASTE * plane
 COLUMN_STRIDES = (1, 2)
 """Column strides the ukernel reads with (one load, or two loads and a shuffle, per tap)."""
 
@@ -101,6 +119,10 @@ class _Ukernel(LLVMText):
         _, _, self.out_h, self.out_w = out
         self.multiplier = self.out_channels // self.channels
         self.vectors = -(-self.out_w // VECTOR)
+        self.on_planes = any(op in PLANE_STEPS for op, _ in self.epilogue)
+        """Whether the epilogue runs over each channel's stored plane (`_plane_epilogue`), not on
+        the block functions' vectors."""
+        self.block_epilogue = () if self.on_planes else self.epilogue
         self.blocks: set[tuple[int, tuple[bool, ...]]] = set()
 
     def text(self) -> str:
@@ -126,9 +148,9 @@ class _Ukernel(LLVMText):
     def _block(self, rows: int, inside: tuple[bool, ...]) -> None:
         """`void block(ptr x, ptr w, ptr out)` for `rows` output rows: x points at the first input
         row the block reads (maybe outside x), w at the channel's weights, out at the first output row."""
-        parameters = f"ptr %x, ptr %w{tile_epilogue.parameters(self.epilogue)}, ptr %out"
+        parameters = f"ptr %x, ptr %w{tile_epilogue.parameters(self.block_epilogue)}, ptr %out"
         self.define(f"define internal void {self._block_name(rows, inside)}({parameters}) {{")
-        self.tile_epilogue = tile_epilogue.TileEpilogue(self, self.epilogue)
+        self.tile_epilogue = tile_epilogue.TileEpilogue(self, self.block_epilogue)
         weights = self._weights()
         full = [v for v in range(self.vectors) if self._inside(v)]
         first, last = (full[0], full[-1] + 1) if full else (self.vectors, self.vectors)
@@ -254,10 +276,29 @@ class _Ukernel(LLVMText):
                 x_row = self.value(f"mul i64 {oh}, {self.sh * self.width}")
                 x_at = self.pointer(x_c, self.value(f"sub i64 {x_row}, {self.top * self.width}"))
                 out_at = self.pointer(out_o, self.value(f"mul i64 {oh}, {self.out_w}"))
-                epilogue = tile_epilogue.arguments(self, self.epilogue, o, out_at)
+                epilogue = tile_epilogue.arguments(self, self.block_epilogue, o, out_at)
                 self.emit(f"  call void {self._block_name(rows, inside)}(ptr {x_at}, ptr {w_o}{epilogue}, ptr {out_at})")
 
             self.loop(count, block)
+        if self.on_planes:
+            self._plane_epilogue(o, out_c)
+
+    def _plane_epilogue(self, o: str, out_c: str) -> None:
+        """The epilogue on output channel o's plane (out_c: its index among out's planes), which
+        the blocks stored as is and which is still in L1: flat vectors of 16 of its OH * OW
+        floats, the last under a mask, so that short rows leave no lanes idle."""
+        plane = self.out_h * self.out_w
+        start = self.value(f"mul i64 {out_c}, {plane}")
+        epilogue = tile_epilogue.TileEpilogue(self, self.epilogue)
+
+        def vector(offset: str, lanes: int) -> None:
+            pointer, loaded = self.pointer("%out", offset), self.fresh()
+            self.emit(load(loaded, pointer, lanes))
+            self.emit(store(epilogue.apply(loaded, o, offset, lanes), pointer, lanes))
+
+        self.loop(plane // VECTOR, lambda i: vector(self.value(f"add i64 {start}, {self.value(f'mul i64 {i}, {VECTOR}')}"), VECTOR))
+        if plane % VECTOR:
+            vector(self.value(f"add i64 {start}, {plane // VECTOR * VECTOR}"), plane % VECTOR)
 
     def _block_runs(self) -> list[tuple[int, int, int, tuple[bool, ...]]]:
         """(first output row, blocks, rows per block, input rows inside x) for each run of

@@ -1,6 +1,6 @@
 """The direct, depthwise and GEMM conv ukernels' tile epilogues (bias, batch norm, relu, clip, SiLU, hardswish,
 residual add), compiled on the cpu backend, against the interpreter; NaN and inf included. SiLU
-runs in the direct and GEMM ukernels' tiles, and as a loop nest after the depthwise one."""
+runs in the direct and GEMM ukernels' tiles, and over each output plane in the depthwise one."""
 
 from __future__ import annotations
 
@@ -99,7 +99,8 @@ def epilogue_of(module) -> str:
 @pytest.mark.parametrize("tail", TAILS)
 @pytest.mark.parametrize("kind", KINDS)
 def test_tails_run_in_the_ukernel_and_match_interpreter(tail, kind):
-    """Every tail is the ukernel's epilogue, but SiLU's on the depthwise ukernel (a loop nest)."""
+    """Every tail is the ukernel's epilogue, but SiLU's on the depthwise ukernel's 9x11 planes (99
+    floats in 7 vectors: more idle lanes than `depthwise_conv.PLANE_WASTE` allows): a loop nest."""
     module, _ = conv_module(TAILS[tail], kind=kind)
     loop_nest = "silu" in tail and kind == "depthwise"
     assert bool(epilogue_of(module)) != loop_nest
@@ -164,6 +165,20 @@ def test_strided_and_batch_norm_with_residual_at_two_threads(kind):
     module, _ = conv_module(tail, x_shape=(1, 6, 33, 40), strides=(2, 2), kind=kind)
     assert "R" in epilogue_of(module)
     check_compiled(module, *inputs(module), threads=2)
+
+
+@pytest.mark.parametrize("batch, threads", [(1, 1), (1, 2), (3, 2)])
+def test_depthwise_silu_runs_over_each_plane(monkeypatch, batch, threads):
+    """On 13x12 planes (156 floats: 9 vectors and 12 lanes) the depthwise ukernel takes batch
+    norm + SiLU + residual and applies it over each channel's plane after its rows; at two
+    threads split by images (batch 3) and by channels (batch 1). 7x7 planes keep the loop nest."""
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    tail = TAILS["batch_norm silu residual"]
+    module, _ = conv_module(tail, x_shape=(batch, 5, 13, 12), kind="depthwise")
+    assert "sigmoid" in epilogue_of(module)
+    steps = check_compiled(module, *inputs(module), threads=threads).steps
+    assert bool(next(step for step in steps if "conv2d" in step.name).kernel.chunks) == (threads == 2)
+    assert epilogue_of(conv_module(tail, x_shape=(batch, 5, 7, 7), kind="depthwise")[0]) == ""
 
 
 @pytest.mark.parametrize("batch", [1, 3])

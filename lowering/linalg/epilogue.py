@@ -5,8 +5,7 @@
     %r = graph.relu(%b)
 
 is the epilogue `addAP0.maxS0C00000000` with operand P0 = %bias. The tail qualifies when every
-op from the anchor's result to the group's result is one of EPILOGUE_OPS (but EXPENSIVE_OPS
-not on depthwise convs) on f32 tensors of the
+op from the anchor's result to the group's result is one of EPILOGUE_OPS on f32 tensors of the
 result's shape, and every other value it reads is a splat constant, a per-output-channel value
 (O elements along dim 1 of the result) or one residual tensor of the result's shape; anything
 else stays a loop nest over the stored result.
@@ -63,23 +62,14 @@ EPILOGUE_OPS = {
 }
 """Op name -> its steps from its operands' epilogue operands; `S+k` names the op's own k-th step."""
 
-EXPENSIVE_OPS = frozenset({"graph.sigmoid"})
-"""Epilogue ops whose cost is their arithmetic (an exp), not the pass over memory they save: a
-ukernel whose last vector of a row is mostly padding (the depthwise one on 7- to 28-wide rows)
-computes them on lanes it does not store, slower than a loop nest over the stored result."""
 
-
-def tile_epilogue_of(
-    kernel: Kernel, anchor: Operation, expensive: bool = True
-) -> tuple[tuple[tile_epilogue.Step, ...], list[SSAValue]] | None:
+def tile_epilogue_of(kernel: Kernel, anchor: Operation) -> tuple[tuple[tile_epilogue.Step, ...], list[SSAValue]] | None:
     """The epilogue that computes the group's result from `anchor`'s, with the buffers of its
-    per-channel operands then its residual; None when the tail does not qualify (or is empty,
-    or reads one of EXPENSIVE_OPS and not `expensive`)."""
+    per-channel operands then its residual; None when the tail does not qualify (or is empty)."""
     (result,) = kernel.group.outputs
     if result is anchor.results[0]:
         return None
-    ops = {name: steps for name, steps in EPILOGUE_OPS.items() if expensive or name not in EXPENSIVE_OPS}
-    reader = _TailReader(kernel, anchor.results[0], ops)
+    reader = _TailReader(kernel, anchor.results[0])
     try:
         reader.operand(result)
     except _NotAnEpilogue:
@@ -96,10 +86,8 @@ class _NotAnEpilogue(Exception):
 class _TailReader:
     """Steps of the values between an anchor's result and the group's result, operands first."""
 
-    def __init__(self, kernel: Kernel, anchored: SSAValue, ops: dict):
+    def __init__(self, kernel: Kernel, anchored: SSAValue):
         self.kernel = kernel
-        self.ops = ops
-        """The ops it takes as steps (EPILOGUE_OPS, or some of them)."""
         self.shape = shape_of(anchored)
         self.steps: list[tile_epilogue.Step] = []
         self.per_channel: list[SSAValue] = []
@@ -123,13 +111,13 @@ class _TailReader:
     def _step(self, value: SSAValue) -> str:
         """The last step of the op computing `value` from the anchor's result."""
         op = value.owner
-        if op.name not in self.ops or shape_of(value) != self.shape:
+        if op.name not in EPILOGUE_OPS or shape_of(value) != self.shape:
             raise _NotAnEpilogue
         vectors = [isinstance(op, graph.BatchNormOp) and position > 0 for position in range(len(op.operands))]
         operands = [self.operand(o, vector) for o, vector in zip(op.operands, vectors)]
         first = len(self.steps)
         local = lambda a: tile_epilogue.step_result(first + int(a[2:])) if a.startswith("S+") else a
-        for name, arguments in self.ops[op.name](op, *operands):
+        for name, arguments in EPILOGUE_OPS[op.name](op, *operands):
             self.steps.append((name, tuple(local(a) for a in arguments)))
         return tile_epilogue.step_result(len(self.steps) - 1)
 

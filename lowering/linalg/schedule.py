@@ -159,8 +159,11 @@ class CpuSchedule(PlainSchedule):
         return depthwise_conv.applies(op.x.type, op.w.type, op.result.type, op.get("groups"), op.get("strides"))
 
     def tile_epilogue(self, kernel: Kernel, anchor: Operation):
-        """Sigmoid (SiLU) steps too, except on depthwise convs (`epilogue.EXPENSIVE_OPS`)."""
-        return tile_epilogue_of(kernel, anchor, expensive=not self.depthwise_conv(anchor))
+        """The tail's epilogue, where the ukernel takes it (`depthwise_conv.takes_epilogue`)."""
+        epilogue = tile_epilogue_of(kernel, anchor)
+        if epilogue and self.depthwise_conv(anchor):
+            return epilogue if depthwise_conv.takes_epilogue(epilogue[0], shape_of(anchor.results[0])) else None
+        return epilogue
 
     def softmax_row_max(self) -> type[Operation]:
         """`maxnumf`: the max only shifts exp's argument, and maxnumf skips NaN and vectorizes
