@@ -22,7 +22,9 @@ as in the interpreter's zero-padded windows. The vectors whose taps all lie insi
 as a loop, the others are written out; the last vector of a row is stored under a mask.
 Since 2026-11-25 a ukernel may apply a tile epilogue (`tile_epilogue.py`) before each store,
 as the direct convolution does: `_e<token>` after the padding in the name, its operands
-between w and out.
+between w and out. An epilogue with a sigmoid (SiLU; `PLANE_STEPS`) runs instead over each
+output channel's plane once its rows are stored, as flat vectors of 16 (`_plane_epilogue`),
+on planes that fill their last vector well enough (`takes_epilogue`).
 """
 
 from __future__ import annotations
