@@ -46,26 +46,19 @@ stride 1, 4 rows ran 1.1-1.5x faster than 1 (8: within 10% of 4); at stride 2, 2
 ran 0.95-1.11x the speed of 1. A 'flat' variant of the small stride-1 planes (vectors of 16
 consecutive outputs across rows, 4 vectors for a 7x7 plane instead of 7 of 7 lanes) ran
 1.08x slower than blocks of 4 rows on 960x7x7 and 1.4x slower on 14x14."""
+COLUMN_STRIDES = (1, 2)
+"""Column strides the ukernel reads with (one load, or two loads and a shuffle, per tap)."""
 PLANE_STEPS = frozenset({"sigmoid"})
 """Epilogue steps whose cost is their arithmetic (an exp): an epilogue with one runs over each
 output channel's plane after its blocks (`_Ukernel._plane_epilogue`), as flat vectors, since
 a row's last vector is mostly padding on 7- to 28-wide rows. On the block functions' vectors,
-conv + batch norm + SiLU ran 0.60-0.95x the speed of the loop nest on EfficientNet's shapes."""
+conv + bias + SiLU ran 0.56-0.81x the loop nest's speed with main's exp, 0.75-1.0x with the
+tile's (144x56x56 and 960x7x7, one thread)."""
 PLANE_WASTE = 0.1
 """The most idle lanes, as a share of a plane's floats, for which the ukernel takes an epilogue
 with PLANE_STEPS (`takes_epilogue`): the plane pass ran 1.09-1.19x the loop nest's speed on
 planes of 196 floats and more (13 vectors, 4 lanes of the last used), 0.80x on 7x7 planes (49:
 four vectors for 3 and one lane)."""
-
-
-def takes_epilogue(epilogue: Sequence[tile_epilogue.Step], out_shape: Sequence[int]) -> bool:
-    """Whether the ukernel applies `epilogue` to an output of this shape (NCHW): any, but one
-    with PLANE_STEPS only on planes whose last vector leaves at most PLANE_WASTE of it idle."""
-    plane = out_shape[2] * out_shape[3]
-    idle = -plane % VECTOR
-    return not any(op in PLANE_STEPS for op, _ in epilogue) or idle <= PLANE_WASTE * plane
-COLUMN_STRIDES = (1, 2)
-"""Column strides the ukernel reads with (one load, or two loads and a shuffle, per tap)."""
 
 
 def applies(x_type: Attribute, w_type: Attribute, out_type: Attribute, groups: int, strides: Sequence[int]) -> bool:
@@ -76,6 +69,15 @@ def applies(x_type: Attribute, w_type: Attribute, out_type: Attribute, groups: i
         and groups == x_type.get_shape()[1]
         and strides[1] in COLUMN_STRIDES
     )
+
+
+def takes_epilogue(epilogue: Sequence[tile_epilogue.Step], out_shape: Sequence[int]) -> bool:
+    """Whether the ukernel applies `epilogue` to an output of this shape (NCHW): any, but one
+    with PLANE_STEPS only on planes whose last vector's idle lanes are at most PLANE_WASTE of
+    the plane's floats."""
+    plane = out_shape[2] * out_shape[3]
+    idle = -plane % VECTOR
+    return not any(op in PLANE_STEPS for op, _ in epilogue) or idle <= PLANE_WASTE * plane
 
 
 def name(
@@ -298,7 +300,10 @@ class _Ukernel(LLVMText):
             self.emit(load(loaded, pointer, lanes))
             self.emit(store(epilogue.apply(loaded, o, offset, lanes), pointer, lanes))
 
-        self.loop(plane // VECTOR, lambda i: vector(self.value(f"add i64 {start}, {self.value(f'mul i64 {i}, {VECTOR}')}"), VECTOR))
+        def full_vector(i: str) -> None:
+            vector(self.value(f"add i64 {start}, {self.value(f'mul i64 {i}, {VECTOR}')}"), VECTOR)
+
+        self.loop(plane // VECTOR, full_vector)
         if plane % VECTOR:
             vector(self.value(f"add i64 {start}, {plane // VECTOR * VECTOR}"), plane % VECTOR)
 

@@ -110,23 +110,24 @@ class VectorExpression:
     def _call(self, intrinsic: str, *operands: str) -> str:
         return self.text.value(f"call {VECTOR_TYPE} @llvm.{intrinsic}(" + ", ".join(operands) + ")")
 
-    def add(self, a, b):
+    def add(self, a: str | float, b: str | float) -> str:
         return self._instruction("fadd", a, b)
 
-    def sub(self, a, b):
+    def sub(self, a: str | float, b: str | float) -> str:
         return self._instruction("fsub", a, b)
 
-    def div(self, a, b):
+    def div(self, a: str | float, b: str | float) -> str:
         return self._instruction("fdiv", a, b)
 
-    def fma(self, a, b, c):
+    def fma(self, a: str | float, b: str | float, c: str | float) -> str:
         return self._call("fma.v16f32", *(f"{VECTOR_TYPE} {self.float_value(o)}" for o in (a, b, c)))
 
     def clamp(self, x: str, lower: float, upper: float) -> str:
         """x clamped to [lower, upper], NaN passing through (ordered compares)."""
         for predicate, bound in (("ogt", upper), ("olt", lower)):
             outside = self._instruction(f"fcmp {predicate}", x, bound)
-            x = self.text.value(f"select <16 x i1> {outside}, {VECTOR_TYPE} {self.float_value(bound)}, {VECTOR_TYPE} {x}")
+            bound_vector = self.float_value(bound)
+            x = self.text.value(f"select <16 x i1> {outside}, {VECTOR_TYPE} {bound_vector}, {VECTOR_TYPE} {x}")
         return x
 
     def polynomial(self, x: str, coefficients: Sequence[float]) -> str:

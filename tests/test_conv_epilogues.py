@@ -132,7 +132,8 @@ def test_sigmoid_in_the_tile_is_as_accurate_as_the_loop_nest(kind):
 
     module = conv_then(lambda g, y: g.sigmoid(y))
     assert epilogue_of(module) == "sigmoidA"
-    calls = [op.callee.string_value() for kernel in kernels(module) for op in kernel.walk() if isinstance(op, func.CallOp)]
+    calls = [op.callee.string_value() for kernel in kernels(module) for op in kernel.walk()
+             if isinstance(op, func.CallOp)]
     assert calls[0].startswith(direct_conv.PREFIX if kind == "direct" else packed_gemm.ROW_MAJOR_PREFIX)
     (result,) = check_compiled(module, x)(x)
     (y,) = graphopt.interpret(conv_then(lambda g, y: y), x)
