@@ -26,7 +26,7 @@ from graphopt.tools import graph_opt
 from graphopt.tools.graph_opt import BACKEND_COLOURS
 from graphopt.tools.graph_run import random_inputs
 from graphopt.backends.targets import RegistryPartitionPass, RegistryTargets
-from graphopt.compiler import compile_kernels, placed_step
+from graphopt.backends.steps import compile_kernels, placed_step
 from graphopt.errors import GraphoptError
 from graphopt.runtime.executable import Executable
 from graphopt.transforms.fuse import FusePass
