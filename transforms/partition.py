@@ -35,8 +35,11 @@ kernel, and the last resort for ops no listed backend accepts. An op with
   Beside it, long pieces of a backend that saves by running groups together (ONNX Runtime:
   one session converts layouts once) with other backends' kernels between them, chosen by
   dynamic programming over the groups in block order (`_Partitioner._piece_plan`). The
-  cheapest of these plans, of each listed backend alone, and of each merged, is kept, its
-  kernels costed as they will run: merged kernels cost more or less than their pieces.
+  cheapest of these plans, of each listed backend alone (its greedy plan), and of each merged,
+  is kept, its kernels costed as they will run: merged kernels cost more or less than their
+  pieces. With `measure`, Collage's second level: the cheapest mix and the cheapest plan of
+  each backend alone are compiled and timed whole (`PlacementTargets.time_plans`), and the
+  fastest is kept (kernels timed alone add up to a plan's time only roughly).
 
 A group in `fallback` mode is an outline: each of its ops becomes a one-op group
 `<group>.<op>_<n>`, placed on its own (greedy: the first backend accepting it; cost: its
