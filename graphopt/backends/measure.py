@@ -50,6 +50,9 @@ from graphopt.transforms.subgraph import group_of, standalone
 FORMAT_VERSION = 1
 REPEAT = 10
 """Samples per measured kernel; its cost is their median."""
+PLAN_REPEAT = 20
+"""Samples per plan timed whole (`measure_plans`): few plans, each a whole function, and they
+decide between plans a few percent apart."""
 MIN_SAMPLE_SECONDS = 2e-4
 """A sample runs its kernel at least this long, so the timer's resolution and the Python call
 around a short kernel weigh little."""
@@ -137,7 +140,7 @@ def measure_plans(functions: Sequence[FuncOp], threads: int | None = None, quiet
 
         seconds = measure_plans([placed_function_1, placed_function_2], threads=1)
 
-    REPEAT samples each, round-robin over the plans as in `measure`; nothing is cached. A tqdm
+    PLAN_REPEAT samples each, round-robin over the plans as in `measure`; nothing is cached. A tqdm
     progress bar counts the samples when stderr is a terminal, unless `quiet`."""
     threads = threads or default_threads()
     runs = []
@@ -152,8 +155,8 @@ def measure_plans(functions: Sequence[FuncOp], threads: int | None = None, quiet
         run()  # warm up: buffers, sessions, page faults
         runs.append(run)
     show = not quiet and sys.stderr.isatty()
-    with tqdm(total=REPEAT * len(runs), desc="timing whole plans", unit="sample", disable=not show) as bar:
-        return _round_robin_medians(runs, REPEAT, bar.update)
+    with tqdm(total=PLAN_REPEAT * len(runs), desc="timing whole plans", unit="sample", disable=not show) as bar:
+        return _round_robin_medians(runs, PLAN_REPEAT, bar.update)
 
 
 def _round_robin_medians(runs: Sequence[Callable[[], object]], repeat: int,
