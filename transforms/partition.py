@@ -37,9 +37,10 @@ kernel, and the last resort for ops no listed backend accepts. An op with
   dynamic programming over the groups in block order (`_Partitioner._piece_plan`). The
   cheapest of these plans, of each listed backend alone (its greedy plan), and of each merged,
   is kept, its kernels costed as they will run: merged kernels cost more or less than their
-  pieces. With `measure`, Collage's second level: the cheapest mix and the cheapest plan of
-  each backend alone are compiled and timed whole (`PlacementTargets.time_plans`), and the
-  fastest is kept (kernels timed alone add up to a plan's time only roughly).
+  pieces. With `measure`, Collage's second level: the cheapest mix, the cheapest plan of each
+  backend alone and any plan within 10% of the cheapest are compiled and timed whole
+  (`PlacementTargets.time_plans`), and the fastest is kept (kernels timed alone add up to a
+  plan's time only roughly).
 
 A group in `fallback` mode is an outline: each of its ops becomes a one-op group
 `<group>.<op>_<n>`, placed on its own (greedy: the first backend accepting it; cost: its
@@ -642,7 +643,7 @@ class _Partitioner:
     def _placed_copy(self, plan: list[Placement]) -> FuncOp:
         """A copy of the function, in a module of its own, with `plan` materialized in it."""
         function = self.flow.block.parent_op().clone()
-        ModuleOp([function])
+        ModuleOp([function])  # the copy's parent: a module of its own
         originals, copies = list(self.flow.block.ops), list(function.body.block.ops)
         bound = {copies[originals.index(self.groups[nodes])] for nodes in self.bindings}
         flow = Dataflow(function.body.block, bound=bound)
