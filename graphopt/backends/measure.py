@@ -140,8 +140,10 @@ def measure_plans(functions: Sequence[FuncOp], threads: int | None = None, quiet
 
         seconds = measure_plans([placed_function_1, placed_function_2], threads=1)
 
-    PLAN_REPEAT samples each, round-robin over the plans as in `measure`; nothing is cached. A tqdm
-    progress bar counts the samples when stderr is a terminal, unless `quiet`."""
+    PLAN_REPEAT samples each, round-robin over the plans as in `measure`, each sample after one
+    untimed call of its plan (so the caches hold the plan's own data, as when it runs again and
+    again, not the plan timed before); nothing is cached. A tqdm progress bar counts the samples
+    when stderr is a terminal, unless `quiet`."""
     threads = threads or default_threads()
     runs = []
     for function in functions:
@@ -156,17 +158,19 @@ def measure_plans(functions: Sequence[FuncOp], threads: int | None = None, quiet
         runs.append(run)
     show = not quiet and sys.stderr.isatty()
     with tqdm(total=PLAN_REPEAT * len(runs), desc="timing whole plans", unit="sample", disable=not show) as bar:
-        return _round_robin_medians(runs, PLAN_REPEAT, bar.update)
+        return _round_robin_medians(runs, PLAN_REPEAT, bar.update, warm=True)
 
 
 def _round_robin_medians(runs: Sequence[Callable[[], object]], repeat: int,
-                         on_sample: Callable[[], object] | None) -> list[float]:
+                         on_sample: Callable[[], object] | None, warm: bool = False) -> list[float]:
     """The median seconds of one call of each run: `repeat` samples each, taken round-robin, a
-    sample being as many calls as take MIN_SAMPLE_SECONDS."""
+    sample being as many calls as take MIN_SAMPLE_SECONDS (with `warm`, after one untimed call)."""
     calls = [max(1, math.ceil(MIN_SAMPLE_SECONDS / _seconds_per_call(run, 1))) for run in runs]
     samples: list[list[float]] = [[] for _ in runs]
     for _ in range(repeat):
         for run, count, times in zip(runs, calls, samples):
+            if warm:
+                run()
             times.append(_seconds_per_call(run, count))
             if on_sample is not None:
                 on_sample()
