@@ -41,24 +41,22 @@ from contextlib import contextmanager
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
-from xdsl.ir import Operation
+from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from graphopt.backends import Backend, get_backend
 from graphopt.backends.implementation import IMPLEMENTATION, register_implementation, unregister_implementation
-from graphopt.transforms.work import group_work
 from graphopt.backends.measure import default_threads
+from graphopt.backends.steps import compile_kernels, placed_steps
 from graphopt.backends.targets import RegistryPartitionPass, RegistryTargets
 from graphopt.dialects import graph
 from graphopt.errors import GraphoptError
 from graphopt.parsing import make_context
 from graphopt.runtime.executable import Executable, Step, op_kinds
-from graphopt.runtime.saved import SavedKernels, host_differences, read_saved
+from graphopt.runtime.saved import host_differences, read_saved
 from graphopt.transforms.canonicalize import CanonicalizePass
 from graphopt.transforms.fuse import FusePass
-from graphopt.transforms.partition import PLACEMENT_REASON
 
 
 def compile(
@@ -105,7 +103,7 @@ def compile(
     with _implementations_bound(_entry_function(module, entry), implementations or {}):
         _apply(placing, ctx, module)
         function = _entry_function(module, entry)
-        steps = _placed_steps(function)
+        steps = placed_steps(function)
         if fallback == "error":
             _refuse_the_fallback(steps, entry)
         compile_kernels(steps, threads)
@@ -131,15 +129,11 @@ def load(path: str | os.PathLike, recompile: bool = True) -> Executable:
         kernels = {}
     try:
         function = _entry_function(saved.module, manifest["entry"])
-        steps = _placed_steps(function)
+        steps = placed_steps(function)
         compile_kernels(steps, manifest["threads"], kernels)
     except GraphoptError as e:
         raise GraphoptError(f"{path}: {e}") from None
     return Executable(saved.module, function, steps, manifest["threads"], manifest["pipeline"], _backends_of(steps))
-
-
-def _placed_steps(function: FuncOp) -> list[Step]:
-    return [placed_step(op) for op in function.body.block.ops if not isinstance(op, (graph.ConstantOp, ReturnOp))]
 
 
 def _backends_of(steps: Sequence[Step]) -> dict[str, Backend]:
@@ -189,38 +183,6 @@ def _refuse_the_fallback(steps: Sequence[Step], entry: str) -> None:
                  f"{s.reason or 'it is the first backend allowed (a pin, or the backends asked for)'}" for s in refused]
         raise GraphoptError(f'fallback="error": {len(refused)} step(s) of @{entry} would run on the '
                             f"{RegistryTargets.fallback} interpreter:\n" + "\n".join(lines))
-def placed_step(op: Operation) -> Step:
-    """The step of a group that partitioning placed, with its FLOPs and bytes (for `profile`);
-    an op of another dialect is refused, and any other unplaced op is an internal error."""
-    if not isinstance(op, (graph.GraphOp, graph.FusedOp)):
-        callee = f" (a call of @{op.callee.string_value()}: inline it)" if isinstance(op, CallOp) else ""
-        raise GraphoptError(f"'{op.name}' in @{op.parent_op().sym_name.data}{callee}: compile runs graph ops only")
-    if not (isinstance(op, graph.FusedOp) and op.backend is not None):
-        raise GraphoptError(f"internal error: {op.name} in @main is not a group placed on a backend (run the partition pass)")
-    reason = op.attributes.get(PLACEMENT_REASON)
-    work = group_work(op)
-    return Step(op.group_name.data, op, list(op.operands), list(op.results), op.backend.data,
-                reason.data if isinstance(reason, StringAttr) else None, flops=work.flops,
-                bytes_moved=work.bytes + work.constant_bytes)
-
-
-def compile_kernels(steps: Sequence[Step], threads: int, saved: Mapping[str, SavedKernels] | None = None) -> None:
-    """Give each step its kernel; the steps of one backend are compiled together, or loaded
-    from its `saved` kernels (a saved Executable's)."""
-    for name in dict.fromkeys(s.backend for s in steps):
-        placed, backend = [s for s in steps if s.backend == name], get_backend(name)
-        groups = [s.op for s in placed]
-        if saved and name in saved:
-            try:
-                kernels = backend.load_kernels(groups, saved[name], threads)
-            except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
-                raise GraphoptError(f"the saved {name} kernels are damaged ({type(e).__name__}: {e})") from None
-        else:
-            kernels = backend.compile(groups, threads)
-        for step, kernel in zip(placed, kernels, strict=True):
-            step.kernel = kernel
-
-
 def _entry_function(module: ModuleOp, entry: str) -> FuncOp:
     for op in module.body.block.ops:
         if isinstance(op, FuncOp) and op.sym_name.data == entry and op.body.blocks:

@@ -223,3 +223,17 @@ def test_compile_measures_once_into_the_cache_it_is_given(tmp_path):
 def test_cost_search_without_measuring_takes_estimates(tmp_path, counted):
     graphopt.compile(mlp_module(), backends=("cpu", "blas"), search="cost", cost_cache=tmp_path / "costs.json")
     assert counted == [] and not (tmp_path / "costs.json").exists()
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_measure_plans_times_each_placed_function_whole(monkeypatch, capsys, terminal):
+    """Two placements of one function (cpu; matmul on blas, its epilogue on cpu), each compiled
+    and run whole, on random inputs: a median per plan, a progress bar on a terminal only."""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal)
+    module = mlp_module()
+    functions = [graphopt.compile(module, backends=backends, threads=1).function
+                 for backends in (("cpu",), ("blas", "cpu"))]
+    assert [len(list(f.body.block.ops)) for f in functions] == [2, 3]  # the steps and the return
+    seconds = measuring.measure_plans(functions, threads=1)
+    assert len(seconds) == 2 and all(0 < s < 1 for s in seconds)
+    assert ("timing whole plans" in capsys.readouterr().err) == terminal

@@ -26,7 +26,7 @@ from graphopt.tools import graph_opt
 from graphopt.tools.graph_opt import BACKEND_COLOURS
 from graphopt.tools.graph_run import random_inputs
 from graphopt.backends.targets import RegistryPartitionPass, RegistryTargets
-from graphopt.compiler import compile_kernels, placed_step
+from graphopt.backends.steps import compile_kernels, placed_step
 from graphopt.errors import GraphoptError
 from graphopt.runtime.executable import Executable
 from graphopt.transforms.fuse import FusePass
@@ -456,6 +456,49 @@ def test_cost_search_keeps_one_backend_where_it_wins_everywhere():
     targets.costs = lambda pairs: [2e-6 if backend == "own" else 1e-6 for backend, _ in pairs]
     groups = place_on(targets, dense_runs(2, 3), max_depth=2)
     assert [g.backend.data for g in groups] == ["library"]
+
+
+class WholePlanTargets(PieceTargets):
+    """PieceTargets' prices, where "own" runs a matmul only alone (as blas does), and where
+    whole plans, timed (`time_plans`), run fastest all on "own" (say its kernels share caches
+    in sequence), whatever their kernels cost alone."""
+
+    def __init__(self):
+        super().__init__()
+        self.timed: list[list[str]] = []
+        """The backends of the groups of each plan timed whole."""
+
+    def supports(self, backend, group):
+        ops = [op for op in group.body.block.ops if not isinstance(op, (graph.ConstantOp, graph.YieldOp))]
+        if backend == "own" and len(ops) > 1 and any(isinstance(op, graph.MatmulOp) for op in ops):
+            return "own runs a matmul alone"
+        return None
+
+    def time_plans(self, functions):
+        plans = [top_level_ops(function.parent_op()) for function in functions]
+        assert all(isinstance(op, graph.FusedOp) and op.backend is not None for plan in plans for op in plan)
+        self.timed += [[op.backend.data for op in plan] for plan in plans]
+        return [1e-6 if {op.backend.data for op in plan} == {"own"} else 1e-3 for plan in plans]
+
+
+@pytest.mark.parametrize("measure", [False, True])
+def test_measured_search_keeps_the_plan_that_runs_fastest_whole(measure):
+    """By the kernels' costs the library's pieces win (as in the test above); timed whole, "own"
+    alone wins: its plan is the greedy one over "own" alone, each dense layer's matmul split
+    from its epilogue (a plan of every group whole on "own" does not exist). Only the best mix
+    and each backend alone are timed, and only with `measure`."""
+    targets = WholePlanTargets()
+    module = dense_runs(2, 3)
+    groups = place_on(targets, module, max_depth=2, measure=measure)
+    backends = [g.backend.data for g in groups]
+    if measure:
+        assert backends == ["own"] * 13  # 6 matmuls, 6 epilogues, a softmax
+        assert len(targets.timed) == 3 and targets.timed.count(backends) == 1
+    else:
+        assert "library" in backends and targets.timed == []
+    arrays = random_inputs(module.body.block.first_op, seed=0)
+    np.testing.assert_allclose(graphopt.interpret(module, *arrays)[0], graphopt.interpret(dense_runs(2, 3), *arrays)[0],
+                               rtol=1e-6)
 
 
 class PricedRegistryTargets(RegistryTargets):

@@ -35,8 +35,12 @@ kernel, and the last resort for ops no listed backend accepts. An op with
   Beside it, long pieces of a backend that saves by running groups together (ONNX Runtime:
   one session converts layouts once) with other backends' kernels between them, chosen by
   dynamic programming over the groups in block order (`_Partitioner._piece_plan`). The
-  cheapest of these plans, of each listed backend alone, and of each merged, is kept, its
-  kernels costed as they will run: merged kernels cost more or less than their pieces.
+  cheapest of these plans, of each listed backend alone (its greedy plan), and of each merged,
+  is kept, its kernels costed as they will run: merged kernels cost more or less than their
+  pieces. With `measure`, Collage's second level: the cheapest mix, the cheapest plan of each
+  backend alone and any plan within 10% of the cheapest are compiled and timed whole
+  (`PlacementTargets.time_plans`), and the fastest is kept (kernels timed alone add up to a
+  plan's time only roughly).
 
 A group in `fallback` mode is an outline: each of its ops becomes a one-op group
 `<group>.<op>_<n>`, placed on its own (greedy: the first backend accepting it; cost: its
@@ -47,6 +51,7 @@ groups and ops of other dialects are never split or merged.
 
 from __future__ import annotations
 
+import copy
 import statistics
 import sys
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -104,6 +109,11 @@ class PlacementTargets(Protocol):
     def binding(self, group: Operation) -> tuple[str, str] | None:
         """(backend, why) when `group` (a graph.fused) must run whole on `backend`, whatever
         the priority (say, it is bound to an implementation of its own), else None."""
+
+    def time_plans(self, functions: Sequence[FuncOp]) -> list[float]:
+        """Seconds of one run of each function (a placed copy of the one partitioned, in a module
+        of its own: every op a graph.fused with a `backend`), compiled and run whole, the
+        functions timed together. Asked only by the cost search with `measure`."""
 
 
 # ----------------------------------------------------------------------------------------
@@ -166,6 +176,10 @@ _EXACT_WORK = 200_000
 """How many (state, edge) pairs the exact search may look at in one component."""
 _BEAM = 16
 """How many states per first uncovered op the search beyond `_EXACT_WORK` keeps."""
+_WHOLE_PLAN_MARGIN = 0.10
+"""With `measure`, plans whose kernels cost at most this fraction more than the cheapest plan's
+are timed whole too (`_Partitioner._fastest_whole`): on shufflenet, sums of kernels timed alone
+were from 12% under to 33% over what their plans took whole."""
 _ABSORBED_CUTS = 2
 """How many cut units a piece of a session backend may take in (`_Partitioner._piece_plan`)."""
 
@@ -598,14 +612,43 @@ class _Partitioner:
             placed += [(nodes, b) for b in backends]
         candidates += [Candidate(nodes, b, cost) for (nodes, b), cost in zip(placed, self.costs(placed))]
         chosen = search(self.flow.inputs, candidates, [*self.priority, self.fallback], self.options.launch_cost(self.targets))
-        unmerged = [[Placement(c.ops, c.backend) for c in chosen]]
-        unmerged += [plan for b in self.priority if (plan := self._single_backend_plan(b)) is not None]
+        cover = [Placement(c.ops, c.backend) for c in chosen]
         pieces = self._piece_plan()
         # each plan also merged (a merged kernel can also be slower than its pieces), but the
         # pieces' plan, whose kernels the dynamic programming chose as measured
-        plans = [*unmerged, *map(self._merge_touching, unmerged), *([pieces] if pieces is not None else [])]
-        self.costs([(p.nodes, p.backend) for plan in plans for p in plan if p.backend is not None])  # asked together
-        return min(plans, key=self._plan_cost)
+        mixes = [cover, self._merge_touching(cover), *([pieces] if pieces is not None else [])]
+        singles = [[plan, self._merge_touching(plan)] for plan in map(self._single_backend_plan, self.priority)]
+        self.costs([(p.nodes, p.backend) for plans in [mixes, *singles] for plan in plans for p in plan
+                    if p.backend is not None])  # asked together
+        plans = [plan for kind in [mixes, *singles] for plan in kind]
+        cheapest = min(plans, key=self._plan_cost)
+        if not self.options.measure or not all(u.placeable for u in self.flow.units):
+            return cheapest
+        near = [plan for plan in plans if self._plan_cost(plan) <= (1 + _WHOLE_PLAN_MARGIN) * self._plan_cost(cheapest)]
+        return self._fastest_whole([*(min(kind, key=self._plan_cost) for kind in [mixes, *singles]), *near])
+
+    def _fastest_whole(self, plans: list[list[Placement]]) -> list[Placement]:
+        """Collage's second level: the plans (the cheapest mix, the cheapest plan of each
+        backend alone, and any plan within `_WHOLE_PLAN_MARGIN` of the cheapest), each compiled
+        and timed whole by the targets, and the fastest kept. The kernels' costs, each measured
+        alone, add up to what a plan costs only roughly: in sequence kernels share caches, the
+        runtime calls consecutive native kernels from one native function, a library session
+        converts layouts once; the sum can pick a plan that runs slower than a single backend."""
+        distinct = list({frozenset((p.nodes, p.backend) for p in plan): plan for plan in plans}.values())
+        if len(distinct) == 1:
+            return distinct[0]
+        seconds = self.targets.time_plans([self._placed_copy(plan) for plan in distinct])
+        return distinct[min(range(len(distinct)), key=seconds.__getitem__)]
+
+    def _placed_copy(self, plan: list[Placement]) -> FuncOp:
+        """A copy of the function, in a module of its own, with `plan` materialized in it."""
+        function = self.flow.block.parent_op().clone()
+        ModuleOp([function])  # the copy's parent: a module of its own
+        originals, copies = list(self.flow.block.ops), list(function.body.block.ops)
+        bound = {copies[originals.index(self.groups[nodes])] for nodes in self.bindings}
+        flow = Dataflow(function.body.block, bound=bound)
+        _materialize(flow, flow.in_dataflow_order(plan), _Names(function.parent_op()), lambda placement: None)
+        return function
 
     def _piece_plan(self) -> list[Placement] | None:
         """Long pieces of a session backend with kernels of other backends between them, chosen
@@ -692,21 +735,19 @@ class _Partitioner:
                     savings.append(apart - together)
         return statistics.median(savings) if savings else None
 
-    def _single_backend_plan(self, backend: str) -> list[Placement] | None:
-        """Every group whole on `backend`, or None if it refuses one."""
-        plan = []
-        for unit in self.flow.units:
-            if unit.placeable and not self.accepts(unit.nodes, backend):
-                return None
-            plan.append(Placement(unit.nodes, backend if unit.placeable else None))
-        return plan
+    def _single_backend_plan(self, backend: str) -> list[Placement]:
+        """The greedy placement on `backend` alone (what `backends=<backend>` places): every
+        group whole where it accepts it, else split, the rest on the last resort."""
+        alone = copy.copy(self)  # shares what backends said and what kernels cost
+        alone.priority = [backend]
+        return alone.greedy()
 
     def _plan_cost(self, plan: list[Placement]) -> float:
         """What the kernels of a plan cost together, each as one kernel (merged kernels are asked
         for again: their costs are not the sums of their pieces'), plus the launch penalty each.
-        The search adds the costs of its pieces; this compares the plans as they will run, so
-        the mix is kept only where it beats each backend alone. `by_cost` asks for the kernels
-        of all plans at once, so the new ones are measured together, under the same load."""
+        The search adds the costs of its pieces; this compares the plans kernel by kernel.
+        `by_cost` asks for the kernels of all plans at once, so the new ones are measured
+        together, under the same load."""
         placed = [(p.nodes, p.backend) for p in plan if p.backend is not None]
         return sum(self.costs(placed)) + len(placed) * self.options.launch_cost(self.targets)
 

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 from xdsl.printer import Printer
 
@@ -41,13 +42,17 @@ from graphopt.backends import Backend
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.runtime.arrays import aligned_array, aligned_empty
-from graphopt.runtime.executable import Kernel
+from graphopt.backends.steps import compile_kernels, placed_steps
+from graphopt.runtime.executable import Executable, Kernel
 from graphopt.runtime.thread_pool import usable_cores
 from graphopt.transforms.subgraph import group_of, standalone
 
 FORMAT_VERSION = 1
 REPEAT = 10
 """Samples per measured kernel; its cost is their median."""
+PLAN_REPEAT = 20
+"""Samples per plan timed whole (`measure_plans`): few plans, each a whole function, and they
+decide between plans a few percent apart."""
 MIN_SAMPLE_SECONDS = 2e-4
 """A sample runs its kernel at least this long, so the timer's resolution and the Python call
 around a short kernel weigh little."""
@@ -125,11 +130,47 @@ def measure(pairs: Sequence[tuple[Backend, Operation]], repeat: int = REPEAT, th
     kernels, so a change of load on the machine falls on all of them alike rather than on the
     one measured at that moment. `on_sample` is called after each sample.
     """
-    runs = _compiled_runs(pairs, threads or default_threads())
+    return _round_robin_medians(_compiled_runs(pairs, threads or default_threads()), repeat, on_sample)
+
+
+def measure_plans(functions: Sequence[FuncOp], threads: int | None = None, quiet: bool = False) -> list[float]:
+    """Median seconds of one run of each placed function (every op of its block a group with a
+    `backend`, as partition leaves it), compiled whole into an Executable and called on random
+    inputs: what a plan costs as it will run, its kernels in sequence, native runs joined.
+
+        seconds = measure_plans([placed_function_1, placed_function_2], threads=1)
+
+    PLAN_REPEAT samples each, round-robin over the plans as in `measure`, each sample after one
+    untimed call of its plan (so the caches hold the plan's own data, as when it runs again and
+    again, not the plan timed before); nothing is cached. A tqdm progress bar counts the samples
+    when stderr is a terminal, unless `quiet`."""
+    threads = threads or default_threads()
+    runs = []
+    for function in functions:
+        steps = placed_steps(function)
+        compile_kernels(steps, threads)
+        executable = Executable(function.parent_op(), function, steps, threads)
+        inputs = [aligned_array(a) for a in random_arrays([a.type for a in function.body.block.args])]
+        outputs = tuple(aligned_empty(v.type.get_shape(), numpy_dtype(v.type.get_element_type()))
+                        for v in executable.results)
+        run = functools.partial(executable, *inputs, out=outputs)
+        run()  # warm up: buffers, sessions, page faults
+        runs.append(run)
+    show = not quiet and sys.stderr.isatty()
+    with tqdm(total=PLAN_REPEAT * len(runs), desc="timing whole plans", unit="sample", disable=not show) as bar:
+        return _round_robin_medians(runs, PLAN_REPEAT, bar.update, warm=True)
+
+
+def _round_robin_medians(runs: Sequence[Callable[[], object]], repeat: int,
+                         on_sample: Callable[[], object] | None, warm: bool = False) -> list[float]:
+    """The median seconds of one call of each run: `repeat` samples each, taken round-robin, a
+    sample being as many calls as take MIN_SAMPLE_SECONDS (with `warm`, after one untimed call)."""
     calls = [max(1, math.ceil(MIN_SAMPLE_SECONDS / _seconds_per_call(run, 1))) for run in runs]
     samples: list[list[float]] = [[] for _ in runs]
     for _ in range(repeat):
         for run, count, times in zip(runs, calls, samples):
+            if warm:
+                run()
             times.append(_seconds_per_call(run, count))
             if on_sample is not None:
                 on_sample()
@@ -159,7 +200,7 @@ def _compiled_runs(pairs: Sequence[tuple[Backend, Operation]], threads: int) -> 
     return runs
 
 
-def _seconds_per_call(run: Callable[[], None], calls: int) -> float:
+def _seconds_per_call(run: Callable[[], object], calls: int) -> float:
     start = time.perf_counter()
     for _ in range(calls):
         run()

@@ -5,7 +5,8 @@
 graphopt.compile and graph-opt run `RegistryPartitionPass`: the partition pass, with the same
 name and options, placing on the registered backends (`graphopt.backends`). Costs are each
 backend's analytic `estimate`, or with `measure` the timings of `graphopt.backends.measure`,
-cached on disk. The cost search charges the cost model's launch cost per kernel.
+cached on disk, and its few best plans timed whole (`measure.measure_plans`). The cost search
+charges the cost model's launch cost per kernel.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 
 from graphopt.backends import backend_names, get_backend
 from graphopt.backends.costs import KERNEL_LAUNCH_SECONDS
 from graphopt.backends.implementation import IMPLEMENTATION, ImplementationBackend, bound_implementation
-from graphopt.backends.measure import CostCache, measure_all
+from graphopt.backends.measure import CostCache, measure_all, measure_plans
 from graphopt.transforms.partition import PartitionPass
 
 
@@ -44,6 +46,9 @@ class RegistryTargets:
         if self.cache is None:
             return [get_backend(backend).estimate(group) for backend, group in pairs]
         return measure_all([(get_backend(backend), group) for backend, group in pairs], self.cache, threads=self.threads)
+
+    def time_plans(self, functions: Sequence[FuncOp]) -> list[float]:
+        return measure_plans(functions, threads=self.threads)
 
     def binding(self, group: Operation) -> tuple[str, str] | None:
         name = bound_implementation(group)
