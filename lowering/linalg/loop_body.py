@@ -208,6 +208,13 @@ CPU: LLVM would unroll the short loop whole and vectorize the loop around it wit
 scatters (an NCHW add + relu over 16x8x28x28 ran 7x, over 16x64x7x7 9x, faster merged; measured)."""
 
 
+def _last_two_as_one(dims: Index, shape: Sequence[int]) -> tuple[AffineExpr, AffineExpr]:
+    """The index of the last two dims of `shape` when loop dim dims[-2] runs them as one:
+    (f floordiv W, f mod W), which LLVM folds back into contiguous addresses."""
+    flat = dims[-2]
+    return flat // shape[-1], flat % shape[-1]
+
+
 def _read_from_memory(constant: SSAValue) -> bool:
     """Whether an op reads this constant from a buffer: a conv's weights (its ukernels load w).
     A splat constant is otherwise built in the loop that uses it; as w it would be filled into a
@@ -274,11 +281,10 @@ class Kernel:
         merges = self.schedule.merges_short_rows() and {rank - 2, rank - 1} <= reduced
         if not merges:
             return LoopBody(self, shape, reduced, outputs(dims))
-        flat = dims[-2]
-        index = dims[:-2] + (flat // shape[-1], flat % shape[-1])
+        index = dims[:-2] + _last_two_as_one(dims, shape)
         bounds = tuple(shape[:-2]) + (shape[-2] * shape[-1],)
         body = LoopBody(self, bounds, {d for d in reduced if d < rank - 1}, outputs(index), index)
-        body.read(self.extent(bounds[-1]), (flat,))
+        body.read(self.extent(bounds[-1]), (dims[-2],))
         return body
 
     def parallel(self, buffer: SSAValue) -> LoopBody:
@@ -307,8 +313,7 @@ class Kernel:
             bounds[axis], index[axis] = stop - start, dims[axis] + start
         merges = self.merges_short_rows(shape, span)
         if merges:
-            flat = dims[-2]
-            index[-2:] = flat // shape[-1], flat % shape[-1]
+            index[-2:] = _last_two_as_one(dims, shape)
             bounds[-2:] = [shape[-2] * shape[-1]]
         body = LoopBody(self, bounds, set(), [(buffer, tuple(index)) for buffer in buffers], tuple(index))
         if merges:
