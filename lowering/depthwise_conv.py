@@ -50,7 +50,7 @@ COLUMN_STRIDES = (1, 2)
 """Column strides the ukernel reads with (one load, or two loads and a shuffle, per tap)."""
 PLANE_STEPS = frozenset({"sigmoid"})
 """Epilogue steps whose cost is their arithmetic (an exp): an epilogue with one runs over each
-output channel's plane after its blocks (`_Ukernel._plane_epilogue`), as flat vectors, since
+output channel's plane after its blocks (`WindowUkernel._plane_epilogue`), as flat vectors, since
 a row's last vector is mostly padding on 7- to 28-wide rows. On the block functions' vectors,
 conv + bias + SiLU ran 0.56-0.81x the loop nest's speed with main's exp, 0.75-1.0x with the
 tile's (144x56x56 and 960x7x7, one thread)."""
@@ -109,18 +109,32 @@ def _parameters(name_: str) -> tuple[tuple[int, int], tuple[int, int], tuple[int
 
 def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
     """LLVM IR defining `void @name_(ptr x, ptr w, <the tile epilogue's operands>, ptr out)` for these memref types."""
-    return _Ukernel(name_, types).text()
+    strides, dilations, padding, epilogue = _parameters(name_)
+    x, w, out = (types[0].get_shape(), types[1].get_shape(), types[-1].get_shape())
+    return WindowUkernel(name_, x, w[2:], out, strides, dilations, padding, epilogue).text()
 
 
-class _Ukernel(LLVMText):
-    def __init__(self, name_: str, types: Sequence[MemRefType]):
+class WindowUkernel(LLVMText):
+    """The depthwise ukernel's code over the windows of x (see the module docstring), and the
+    hooks by which the pooling ukernel (`pooling.py`) reuses it: what a block's vector
+    computes from its input rows' taps (`_vector`), the lanes a load leaves outside x (`FILL`),
+    the rows a block computes (`ROWS`) and the data each block is passed (`_block_parameters`,
+    `_block_arguments`)."""
+
+    FILL = "zeroinitializer"
+    """The value of the lanes of a tap outside x's row."""
+    ROWS = ROWS
+
+    def __init__(
+        self, name_: str, x: Sequence[int], window: Sequence[int], out: Sequence[int], strides: Sequence[int],
+        dilations: Sequence[int], padding: Sequence[int], epilogue: Sequence[tile_epilogue.Step],
+    ):
         super().__init__()
         self.name = name_
-        (self.sh, self.sw), (self.dh, self.dw), (self.top, self.left), self.epilogue = _parameters(name_)
-        x, w, out = (types[0].get_shape(), types[1].get_shape(), types[-1].get_shape())
+        (self.sh, self.sw), (self.dh, self.dw), (self.top, self.left), self.epilogue = strides, dilations, padding[:2], epilogue
         self.batch, self.channels, self.height, self.width = x
-        self.out_channels, _, self.kernel_h, self.kernel_w = w
-        _, _, self.out_h, self.out_w = out
+        self.kernel_h, self.kernel_w = window
+        _, self.out_channels, self.out_h, self.out_w = out
         self.multiplier = self.out_channels // self.channels
         self.vectors = -(-self.out_w // VECTOR)
         self.on_planes = any(op in PLANE_STEPS for op, _ in self.epilogue)
@@ -152,22 +166,29 @@ class _Ukernel(LLVMText):
     def _block(self, rows: int, inside: tuple[bool, ...]) -> None:
         """`void block(ptr x, ptr w, ptr out)` for `rows` output rows: x points at the first input
         row the block reads (maybe outside x), w at the channel's weights, out at the first output row."""
-        parameters = f"ptr %x, ptr %w{tile_epilogue.parameters(self.block_epilogue)}, ptr %out"
-        self.define(f"define internal void {self._block_name(rows, inside)}({parameters}) {{")
-        self.tile_epilogue = tile_epilogue.TileEpilogue(self, self.block_epilogue)
-        weights = self._weights()
+        self.define(f"define internal void {self._block_name(rows, inside)}(ptr %x{self._block_parameters()}, ptr %out) {{")
+        self._start_block()
         full = [v for v in range(self.vectors) if self._inside(v)]
         first, last = (full[0], full[-1] + 1) if full else (self.vectors, self.vectors)
         for v in range(first):
-            self._vector(v, v, rows, inside, weights)
+            self._vector(v, v, rows, inside)
 
         def full_vector(i: str) -> None:
-            self._vector(self.value(f"add i64 {i}, {first}"), first, rows, inside, weights)
+            self._vector(self.value(f"add i64 {i}, {first}"), first, rows, inside)
 
         self.loop(last - first, full_vector)
         for v in range(last, self.vectors):
-            self._vector(v, v, rows, inside, weights)
+            self._vector(v, v, rows, inside)
         self.end()
+
+    def _block_parameters(self) -> str:
+        """The parameters of a block function between x and out: the channel's weights, the tile epilogue's."""
+        return f", ptr %w{tile_epilogue.parameters(self.block_epilogue)}"
+
+    def _start_block(self) -> None:
+        """The block function's code before its vectors: the tile epilogue's and the weights."""
+        self.tile_epilogue = tile_epilogue.TileEpilogue(self, self.block_epilogue)
+        self.weights = self._weights()
 
     def _inside(self, v: int) -> bool:
         """Whether every tap of output vector v reads 16 x sw columns inside x's row, and all 16 are stored."""
@@ -175,7 +196,7 @@ class _Ukernel(LLVMText):
         end = start + (self.kernel_w - 1) * self.dw + VECTOR * self.sw
         return start >= 0 and end <= self.width and (v + 1) * VECTOR <= self.out_w
 
-    def _vector(self, v: int | str, like: int, rows: int, inside: tuple[bool, ...], weights: dict) -> None:
+    def _vector(self, v: int | str, like: int, rows: int, inside: tuple[bool, ...]) -> None:
         """out[r, 16 v : 16 v + 16] for the block's rows r; `v` an index value (in the loop over
         full vectors) or a number, `like` a vector whose masks it shares. Each input row's taps
         are loaded once, for every output row that reads them."""
@@ -189,7 +210,7 @@ class _Ukernel(LLVMText):
             for kw, pixels in enumerate(taps):
                 for r, kh in readers:
                     total = self.fresh()
-                    self.emit(fma(total, weights[kh, kw], pixels, sums[r]))
+                    self.emit(fma(total, self.weights[kh, kw], pixels, sums[r]))
                     sums[r] = total
         for r, total in enumerate(sums):
             column = v if v == 0 else self.value(f"mul i64 {v}, {VECTOR}")
@@ -223,7 +244,7 @@ class _Ukernel(LLVMText):
                 for lane in range(VECTOR)
             ]
             pieces.append(self._load(self.pointer(x, row + piece * VECTOR), lanes))
-        pieces += ["zeroinitializer"] * (len(pieces) % 2)
+        pieces += [self.FILL] * (len(pieces) % 2)
         halves = {
             parity: [
                 self._shuffle(pieces[k], pieces[k + 1], [2 * lane + parity for lane in range(VECTOR)])
@@ -234,16 +255,16 @@ class _Ukernel(LLVMText):
         taps = []
         for offset in offsets:
             shift, (first, *rest) = offset // 2, halves[offset % 2]
-            second = rest[0] if rest else "zeroinitializer"
+            second = rest[0] if rest else self.FILL
             taps.append(first if shift == 0 else self._shuffle(first, second, [shift + lane for lane in range(VECTOR)]))
         return taps
 
     def _load(self, pointer: str, lanes: list[bool]) -> str:
-        """The floats at `pointer` in `lanes` (0 in the others; no load when none)."""
+        """The floats at `pointer` in `lanes` (FILL in the others; no load when none)."""
         if not any(lanes):
-            return "zeroinitializer"
+            return self.FILL
         loaded = self.fresh()
-        self.emit(load(loaded, pointer, lanes))
+        self.emit(load(loaded, pointer, lanes, self.FILL))
         return loaded
 
     def _shuffle(self, first: str, second: str, lanes: list[int]) -> str:
@@ -254,8 +275,7 @@ class _Ukernel(LLVMText):
     # --- the ukernel: loops over images, output channels and blocks of rows ---
 
     def _main(self) -> None:
-        epilogue = tile_epilogue.parameters(self.epilogue, "noalias ")
-        self.define(f"define void @{self.name}(ptr noalias %x, ptr noalias %w{epilogue}, ptr noalias %out) {{")
+        self.define(f"define void @{self.name}(ptr noalias %x{self._main_parameters()}, ptr noalias %out) {{")
 
         def image(n: str) -> None:
             n_x = self.value(f"mul i64 {n}, {self.channels}")
@@ -269,7 +289,6 @@ class _Ukernel(LLVMText):
         """Output channel o of the image whose first input and output channels are n_x and n_out."""
         c = self.value(f"udiv i64 {o}, {self.multiplier}")
         x_c = self.pointer("%x", self.value(f"mul i64 {self.value(f'add i64 {n_x}, {c}')}, {self.height * self.width}"))
-        w_o = self.pointer("%w", self.value(f"mul i64 {o}, {self.kernel_h * self.kernel_w}"))
         out_c = self.value(f"add i64 {n_out}, {o}")
         out_o = self.pointer("%out", self.value(f"mul i64 {out_c}, {self.out_h * self.out_w}"))
         for first, count, rows, inside in self._block_runs():
@@ -280,12 +299,21 @@ class _Ukernel(LLVMText):
                 x_row = self.value(f"mul i64 {oh}, {self.sh * self.width}")
                 x_at = self.pointer(x_c, self.value(f"sub i64 {x_row}, {self.top * self.width}"))
                 out_at = self.pointer(out_o, self.value(f"mul i64 {oh}, {self.out_w}"))
-                epilogue = tile_epilogue.arguments(self, self.block_epilogue, o, out_at)
-                self.emit(f"  call void {self._block_name(rows, inside)}(ptr {x_at}, ptr {w_o}{epilogue}, ptr {out_at})")
+                data = self._block_arguments(o, out_at)
+                self.emit(f"  call void {self._block_name(rows, inside)}(ptr {x_at}{data}, ptr {out_at})")
 
             self.loop(count, block)
         if self.on_planes:
             self._plane_epilogue(o, out_c)
+
+    def _main_parameters(self) -> str:
+        """The ukernel's parameters between x and out: w, the tile epilogue's."""
+        return f", ptr noalias %w{tile_epilogue.parameters(self.epilogue, 'noalias ')}"
+
+    def _block_arguments(self, o: str, out_at: str) -> str:
+        """The arguments for `_block_parameters` of output channel o's block whose out pointer is `out_at`."""
+        w_o = self.pointer("%w", self.value(f"mul i64 {o}, {self.kernel_h * self.kernel_w}"))
+        return f", ptr {w_o}{tile_epilogue.arguments(self, self.block_epilogue, o, out_at)}"
 
     def _plane_epilogue(self, o: str, out_c: str) -> None:
         """The epilogue on output channel o's plane (out_c: its index among out's planes), which
@@ -311,7 +339,7 @@ class _Ukernel(LLVMText):
         """(first output row, blocks, rows per block, input rows inside x) for each run of
         consecutive blocks of ROWS[sh] output rows (the last block: the rows left) alike."""
         runs: list[tuple[int, int, int, tuple[bool, ...]]] = []
-        block = ROWS.get(self.sh, 1)
+        block = self.ROWS.get(self.sh, 1)
         for first in range(0, self.out_h, block):
             rows = min(block, self.out_h - first)
             reach = (rows - 1) * self.sh + (self.kernel_h - 1) * self.dh + 1

@@ -109,15 +109,15 @@ def store(vector: str, pointer: str, lanes: int = VECTOR) -> str:
     return f"  call void @llvm.masked.store.v16f32.p0({VECTOR_TYPE} {vector}, ptr {pointer}, i32 4, <16 x i1> {mask(lanes)})"
 
 
-def load(result: str, pointer: str, lanes: int | Sequence[bool] = VECTOR) -> str:
+def load(result: str, pointer: str, lanes: int | Sequence[bool] = VECTOR, fill: str = "zeroinitializer") -> str:
     """Load floats at `pointer` into `result`: the first `lanes`, or the lanes where `lanes` is
-    true (under a mask, the other lanes 0, when not all)."""
+    true (under a mask, the other lanes `fill`, a vector constant, when not all)."""
     valid = [lane < lanes for lane in range(VECTOR)] if isinstance(lanes, int) else list(lanes)
     if all(valid):
         return f"  {result} = load {VECTOR_TYPE}, ptr {pointer}, align 4"
     return (
         f"  {result} = call {VECTOR_TYPE} @llvm.masked.load.v16f32.p0(ptr {pointer}, i32 4, <16 x i1> {lane_mask(valid)}, "
-        f"{VECTOR_TYPE} zeroinitializer)"
+        f"{VECTOR_TYPE} {fill})"
     )
 
 

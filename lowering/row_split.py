@@ -230,7 +230,8 @@ def _channel_slices(call: func.CallOp, first_sliced: bool) -> tuple[set[SSAValue
     output channels slices (out, the epilogue's operands, the weights, and the first operand
     when `first_sliced`: a grouped conv's input channels), and those it reads whole."""
     parts = ukernels.operands(call)
-    sliced = {*parts.like_out, parts.data, *parts.per_channel} | ({parts.first} if first_sliced else set())
+    sliced = {*parts.like_out, *parts.per_channel} | {v for v in (parts.data,) if v is not None}
+    sliced |= {parts.first} if first_sliced else set()
     return sliced, set(call.arguments) - sliced
 
 

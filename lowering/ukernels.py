@@ -14,8 +14,8 @@ the callee's kind writes from its name and argument types:
 
 Kinds, by the prefix of their names: the packed GEMM (`packed_gemm.py`; its row-major-b
 variant runs convolutions, called as they are), the batched packed GEMM on panels packed at
-run time (`batched_gemm.py`), the direct convolution (`direct_conv.py`) and the depthwise
-convolution (`depthwise_conv.py`).
+run time (`batched_gemm.py`), the direct convolution (`direct_conv.py`), the depthwise
+convolution (`depthwise_conv.py`) and the pools (`pooling.py`, called on (x, out) alone).
 
 A convolution of one image has one row; it runs by blocks of output channels instead
 (`channel_units`, `row_split.channel_split`): a chunk calls the ukernel for its channels,
@@ -35,7 +35,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, UnitAttr
 from xdsl.ir import SSAValue
 
-from graphopt.lowering import batched_gemm, depthwise_conv, direct_conv, packed_gemm
+from graphopt.lowering import batched_gemm, depthwise_conv, direct_conv, packed_gemm, pooling
 
 UKERNEL_ATTR = "graph.ukernel"
 """Marks a declaration (`func.func private`) whose body the JIT generates (`ukernel_ir`)."""
@@ -46,6 +46,7 @@ _KINDS = {
     batched_gemm.PREFIX: batched_gemm,
     direct_conv.PREFIX: direct_conv,
     depthwise_conv.PREFIX: depthwise_conv,
+    pooling.PREFIX: pooling,
 }
 
 
@@ -64,8 +65,8 @@ class CallOperands(NamedTuple):
 
     first: SSAValue
     """a, x or x's stride phases."""
-    data: SSAValue
-    """b's panels or the conv's weights."""
+    data: SSAValue | None
+    """b's panels or the conv's weights (None for a pool)."""
     per_channel: tuple[SSAValue, ...]
     """The tile epilogue's operands of one value per output channel."""
     like_out: tuple[SSAValue, ...]
@@ -75,7 +76,8 @@ class CallOperands(NamedTuple):
 def operands(ukernel_call: func.CallOp) -> CallOperands:
     """`ukernel_call`'s operands by part. The epilogue's residual is its operand of out's type
     (a per-channel value of out's shape is a residual to `linalg/epilogue.py` too)."""
-    first, data, *epilogue, out = ukernel_call.arguments
+    first, *middle, out = ukernel_call.arguments
+    data, epilogue = (middle[0], middle[1:]) if middle else (None, [])
     residual = tuple(v for v in epilogue if v.type == out.type)
     return CallOperands(first, data, tuple(v for v in epilogue if v not in residual), (*residual, out))
 
@@ -96,9 +98,11 @@ def sliced_by_rows(ukernel_call: func.CallOp) -> set[SSAValue]:
 
 
 def channel_units(ukernel_call: func.CallOp) -> tuple[int, int, bool] | None:
-    """How a convolution ukernel's call on one image splits by output channels: (units, the
-    fewest units a chunk starts at a multiple of, whether its first argument splits with
-    them); None for other calls.
+    """How a convolution or pooling ukernel's call on one image splits by output channels:
+    (units, the fewest units a chunk starts at a multiple of, whether its first argument
+    splits with them); None for other calls.
+
+    A pool splits by channels, each reading its own channel of x.
 
     A grouped conv (depthwise ones too) splits by groups: a unit is a group's output channels,
     its weights and its input channels (of x, or of its phases). A conv of one group splits by
@@ -108,12 +112,15 @@ def channel_units(ukernel_call: func.CallOp) -> tuple[int, int, bool] | None:
     """
     name = ukernel_call.callee.string_value()
     gemm = name.startswith(f"{packed_gemm.ROW_MAJOR_PREFIX}_")
-    if not gemm and _kind(name) not in (direct_conv, depthwise_conv):
+    if not gemm and _kind(name) not in (direct_conv, depthwise_conv, pooling):
         return None
     parts = operands(ukernel_call)
-    inputs, weights, out = (v.type.get_shape() for v in (parts.first, parts.data, parts.like_out[-1]))
+    inputs, out = parts.first.type.get_shape(), parts.like_out[-1].type.get_shape()
     if inputs[0] != 1:
         return None
+    if _kind(name) is pooling:
+        return (out[1], 1, True)
+    weights = parts.data.type.get_shape()
     if gemm:
         return (out[1], packed_gemm.ROWS, False)
     groups = inputs[1] // weights[1]

@@ -15,6 +15,7 @@ from xdsl.ir.affine import AffineExpr
 
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import is_float
+from graphopt.lowering import pooling, ukernels
 from graphopt.lowering.linalg.conv import in_bounds_count, padded_copy, stride_phases
 from graphopt.lowering.linalg.indexing import dims_of, shape_of
 from graphopt.lowering.linalg.loop_body import LoopBody
@@ -62,6 +63,12 @@ def lower_pool2d(kernel: Kernel, op: graph.Pool2dOp, out: SSAValue) -> None:
     its positions inside x.
     """
     is_max = isinstance(op, graph.MaxPool2dOp)
+    if kernel.schedule.pool_ukernel(op):
+        operands = [kernel.materialize(op.x), out]
+        kind = "max" if is_max else "avgpad" if op.get("count_include_pad") else "avg"
+        name = pooling.name([v.type for v in operands], kind, *(op.get(key) for key in ("kernel", "strides", "padding")))
+        kernel.builder.insert(ukernels.call(name, operands))
+        return
     reduction = graph.ReduceMaxOp if is_max else graph.ReduceSumOp
     element = element_of(op.x)
     combine, identity = COMBINES[reduction], reduction.IDENTITY.of(element)

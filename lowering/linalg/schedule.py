@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation
 
 from graphopt.dialects import graph
-from graphopt.lowering import depthwise_conv, direct_conv, packed_gemm
+from graphopt.lowering import depthwise_conv, direct_conv, packed_gemm, pooling
 from graphopt.lowering.linalg.epilogue import tile_epilogue_of
 from graphopt.lowering.linalg.indexing import shape_of
 from graphopt.lowering.tile_epilogue import Step
@@ -76,6 +76,10 @@ class PlainSchedule:
 
     def depthwise_conv(self, op: graph.Conv2dOp) -> bool:
         """Whether the conv calls the depthwise convolution ukernel."""
+        return False
+
+    def pool_ukernel(self, op: graph.Pool2dOp) -> bool:
+        """Whether the pool calls the pooling ukernel."""
         return False
 
     def tile_epilogue(
@@ -157,6 +161,9 @@ class CpuSchedule(PlainSchedule):
 
     def depthwise_conv(self, op: graph.Conv2dOp) -> bool:
         return depthwise_conv.applies(op.x.type, op.w.type, op.result.type, op.get("groups"), op.get("strides"))
+
+    def pool_ukernel(self, op: graph.Pool2dOp) -> bool:
+        return pooling.applies(op.x.type, op.result.type, op.get("kernel"), op.get("strides"))
 
     def tile_epilogue(self, kernel: Kernel, anchor: Operation):
         """The tail's epilogue, where the ukernel takes it (`depthwise_conv.takes_epilogue`)."""
