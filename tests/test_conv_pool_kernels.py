@@ -154,3 +154,37 @@ def test_pool2d_with_prologue(op, x, kernel, strides, padding):
     module = group_module([x, bias], body, out)
     check_group(module, [sample(x), sample(bias, seed=1)])
     check_group(module, [-np.abs(sample(x)) - 1, np.zeros(bias, np.float32)])  # relu's zeros everywhere
+
+
+UKERNEL_POOLS = [
+    # x, kernel, strides, padding: f32 pools of column stride 1 or 2 call the pooling ukernel
+    ((1, 5, 37, 41), (3, 3), (2, 2), (1, 1, 1, 1)),  # ResNet's stem pool at an odd size: 21 columns
+    ((3, 4, 11, 50), (3, 3), (1, 1), (1, 1, 1, 1)),  # Inception's 3x3/1: vectors looped and written out
+    ((1, 3, 13, 13), (3, 3), (2, 2), (0, 0, 1, 1)),  # ceil mode, as bottom and right padding
+    ((2, 3, 10, 71), (2, 3), (2, 1), (0, 2, 1, 0)),
+    ((1, 6, 9, 35), (5, 4), (3, 2), (2, 1, 2, 3)),  # row stride 3: blocks of one row
+    ((1, 2, 5, 6), (5, 7), (1, 1), (0, 3, 0, 3)),  # a window wider than x's row
+]
+
+
+def with_specials(shape, seed: int) -> np.ndarray:
+    """Random values with NaN, inf and -inf at random places (about 1 in 30 each)."""
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal(shape).astype(np.float32)
+    for special in (np.nan, np.inf, -np.inf):
+        values[rng.random(shape) < 1 / 30] = special
+    return values
+
+
+@pytest.mark.parametrize("x, kernel, strides, padding", UKERNEL_POOLS)
+@pytest.mark.parametrize("op", ["max_pool2d", "avg_pool2d", "avg_pool2d {count_include_pad = true}"])
+def test_pool2d_ukernel(op, x, kernel, strides, padding):
+    """The pooling ukernel (threads 1 and 2: batch rows, or channels of one image) against the
+    interpreter, with NaN, inf and -inf inside windows and at their borders, and with every
+    window of a channel -inf (the max) or all of x -inf and +inf (the average's NaN)."""
+    name, attributes = pool_op(op, kernel, strides, padding)
+    out = pool2d(x, kernel, strides, padding)
+    module = group_module([x], f"    %y = graph.{name} %a0 {{{attributes}}} : ({tensor(x)}) -> {tensor(out)}\n", out)
+    check_group(module, [with_specials(x, 0)])
+    check_group(module, [np.full(x, -np.inf, np.float32)])
+    check_group(module, [np.where(np.indices(x)[3] % 2 == 0, np.inf, -np.inf).astype(np.float32)])

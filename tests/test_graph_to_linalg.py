@@ -11,7 +11,7 @@ from xdsl.dialects.linalg.ops import FillOp, GenericOp, YieldOp
 
 import graphopt
 from graphopt.dialects import graph
-from graphopt.lowering import depthwise_conv, direct_conv
+from graphopt.lowering import depthwise_conv, direct_conv, pooling
 from graphopt.lowering.convert_graph_to_linalg import ConvertGraphToLinalgPass, supports
 from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR
 from graphopt.transforms.canonicalize import CanonicalizePass
@@ -760,11 +760,28 @@ func.func @main(%x: tensor<1x2x5x5xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x
     check(text, sample((1, 2, 5, 5)), sample((3, 2, 3, 3), seed=1, specials=False), rtol=1e-4)
 
 
+@pytest.fixture
+def pool_loop_nest(monkeypatch):
+    """The pooling loop nest on f32: the pooling ukernel turned off."""
+    monkeypatch.setattr(pooling, "applies", lambda *types: False)
+
+
+def test_f32_pool2d_calls_the_pooling_ukernel_on_x():
+    attributes = "kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>"
+    t, o = tensor((1, 2, 9, 20)), tensor((1, 2, 5, 10))
+    text = f"func.func @main(%x: {t}) -> {o} {{\n %0 = graph.avg_pool2d %x {{{attributes}}} : ({t}) -> {o}\n func.return %0 : {o}\n}}"
+    kernel, declaration = kernels(text)
+    (call,) = ops_of(kernel, func.CallOp)
+    assert call.callee.string_value() == "graphopt_spool_avg_k3x3_s2x2_p1x1_1x2x9x20_1x2x5x10"
+    assert list(call.arguments) == list(kernel.body.block.args) and not ops_of(kernel, GenericOp)
+    assert declaration.sym_name.data == call.callee.string_value()
+
+
 POOL_ATTRIBUTES = "kernel = array<i64: 3, 2>, padding = array<i64: 1, 0, 1, 1>"
 
 
 @pytest.mark.parametrize("op, divides_by_count", [("max_pool2d", None), ("avg_pool2d", True), ("avg_pool2d", False)])
-def test_padded_pool2d_reduces_the_unrolled_window_of_a_padded_copy(op, divides_by_count):
+def test_padded_pool2d_reduces_the_unrolled_window_of_a_padded_copy(op, divides_by_count, pool_loop_nest):
     attributes = POOL_ATTRIBUTES
     if divides_by_count is not None:
         attributes += f", count_include_pad = {str(not divides_by_count).lower()}"
@@ -806,7 +823,7 @@ def check_prologue_pool(text, x_shape):
     check(text, sample(x_shape), sample((x_shape[1], 1, 1), seed=1))
 
 
-def test_pool2d_computes_its_prologue_at_each_tap_of_windows_that_do_not_overlap():
+def test_pool2d_computes_its_prologue_at_each_tap_of_windows_that_do_not_overlap(pool_loop_nest):
     text = prologue_pool((2, 3, 7, 34), (2, 3, 2, 17), "kernel = array<i64: 3, 2>, strides = array<i64: 3, 2>")
     (kernel,) = kernels(text)
     assert not ops_of(kernel, memref.AllocOp)
@@ -816,7 +833,7 @@ def test_pool2d_computes_its_prologue_at_each_tap_of_windows_that_do_not_overlap
     check_prologue_pool(text, (2, 3, 7, 34))
 
 
-def test_pool2d_computes_a_prologue_once_for_overlapping_windows():
+def test_pool2d_computes_a_prologue_once_for_overlapping_windows(pool_loop_nest):
     text = prologue_pool((1, 2, 6, 20), (1, 2, 2, 18), "kernel = array<i64: 3, 3>, strides = array<i64: 2, 1>")
     (kernel,) = kernels(text)
     (temporary,) = ops_of(kernel, memref.AllocOp)
@@ -826,7 +843,7 @@ def test_pool2d_computes_a_prologue_once_for_overlapping_windows():
     check_prologue_pool(text, (1, 2, 6, 20))
 
 
-def test_pool2d_with_short_output_rows_reduces_over_stride_phases():
+def test_pool2d_with_short_output_rows_reduces_over_stride_phases(pool_loop_nest):
     """3x3/2 windows, padding 1, over rows of 7 outputs: relu(x + b) computed once, copied into its
     2 x 2 stride phases (-inf around it, rows of R = 8), one loop over all 7 * 8 positions p reading each tap
     at stride 1 (tap (2, 2) in phase (0, 0) at p + R + 1), then the outputs picked out."""
@@ -841,7 +858,7 @@ def test_pool2d_with_short_output_rows_reduces_over_stride_phases():
     check_prologue_pool(text, (1, 2, 13, 13))
 
 
-def test_pool2d_window_larger_than_the_unrolled_limit_loops_over_its_rows():
+def test_pool2d_window_larger_than_the_unrolled_limit_loops_over_its_rows(pool_loop_nest):
     text = prologue_pool((1, 2, 9, 18), (1, 2, 1, 2), "kernel = array<i64: 9, 9>, strides = array<i64: 9, 9>")
     (kernel,) = kernels(text)
     assert not data_buffers(kernel)

@@ -133,22 +133,12 @@ func.func @main(%x: tensor<1x2x5x5xf64>, %w: tensor<4x2x3x3xf64>) -> tensor<1x4x
 
 // -----
 
-// max_pool2d (output rows of 16, not pooled over stride phases): a -inf-padded copy (a fill,
-// then x copied in), then one parallel generic over (n, c, oh, ow) whose body reads the 3x3
-// window at constant offsets and takes their max (no accumulation in memory): a select of the
-// greater per tap, NaN where an unordered pair finds one.
+// An f32 max_pool2d calls the pooling ukernel on x and out (no copy, no loop nest), named by
+// what it computes, its window, strides, top/left padding and shapes.
 // CHECK-LABEL: func.func @max_pool2d_0(%0: memref<1x1x4x32xf32>, %1: memref<1x1x2x16xf32>)
-// CHECK:         %[[PADDED:.*]] = memref.alloc() : memref<1x1x5x33xf32>
-// CHECK:           arith.constant 0xff800000 : f32
-// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 + 1), (d3 + 1))>], {{.*}} ins(%0 : memref<1x1x4x32xf32>) outs(%[[PADDED]] : memref<1x1x5x33xf32>)
-// CHECK-NOT:     memref.alloc
-// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 * 2), (d3 * 2))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 * 2), ((d3 * 2) + 1))>, {{.*}}, affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d2 * 2) + 2), ((d3 * 2) + 2))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[PADDED]], {{.*}}) outs(%1 : memref<1x1x2x16xf32>)
-// CHECK-COUNT-8:   arith.cmpf ogt
-// CHECK-COUNT-5:   arith.cmpf uno
-// CHECK-COUNT-4:   arith.ori
-// CHECK:           %[[NAN:.*]] = arith.constant 0x7fc00000 : f32
-// CHECK-NEXT:      %[[MAX:.*]] = arith.select {{.*}}, %[[NAN]], {{.*}} : f32
-// CHECK-NEXT:      linalg.yield %[[MAX]]
+// CHECK-NEXT:    func.call @graphopt_spool_max_k3x3_s2x2_p1x1_1x1x4x32_1x1x2x16(%0, %1) : (memref<1x1x4x32xf32>, memref<1x1x2x16xf32>) -> ()
+// CHECK-NEXT:    func.return
+// CHECK:       func.func private @graphopt_spool_max_k3x3_s2x2_p1x1_1x1x4x32_1x1x2x16(memref<1x1x4x32xf32>, memref<1x1x2x16xf32>) -> () attributes {graph.ukernel}
 func.func @main(%x: tensor<1x1x4x32xf32>) -> tensor<1x1x2x16xf32> {
   %0 = graph.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 0, 0>} : (tensor<1x1x4x32xf32>) -> tensor<1x1x2x16xf32>
   func.return %0 : tensor<1x1x2x16xf32>
@@ -156,26 +146,49 @@ func.func @main(%x: tensor<1x1x4x32xf32>) -> tensor<1x1x2x16xf32> {
 
 // -----
 
-// An unpadded max_pool2d with an elementwise prologue and windows that do not overlap: the
-// prologue is computed at each window tap, in the pooling generic itself (no temporary).
-// CHECK-LABEL: func.func @add_relu_max_pool2d(%0: memref<1x2x4x32xf32>, %1: memref<2x1x1xf32>, %2: memref<1x2x2x16xf32>)
+// An f64 max_pool2d (the pooling ukernel takes f32; output rows of 16, not pooled over stride phases): a -inf-padded copy (a fill,
+// then x copied in), then one parallel generic over (n, c, oh, ow) whose body reads the 3x3
+// window at constant offsets and takes their max (no accumulation in memory): a select of the
+// greater per tap, NaN where an unordered pair finds one.
+// CHECK-LABEL: func.func @max_pool2d_0(%0: memref<1x1x4x32xf64>, %1: memref<1x1x2x16xf64>)
+// CHECK:         %[[PADDED:.*]] = memref.alloc() : memref<1x1x5x33xf64>
+// CHECK:           arith.constant 0xfff0000000000000 : f64
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 + 1), (d3 + 1))>], {{.*}} ins(%0 : memref<1x1x4x32xf64>) outs(%[[PADDED]] : memref<1x1x5x33xf64>)
 // CHECK-NOT:     memref.alloc
-// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 * 2), (d3 * 2))>, affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>, {{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%0, %1, %0, %0, %0 : {{.*}}) outs(%2 : memref<1x2x2x16xf32>)
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 * 2), (d3 * 2))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 * 2), ((d3 * 2) + 1))>, {{.*}}, affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d2 * 2) + 2), ((d3 * 2) + 2))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[PADDED]], {{.*}}) outs(%1 : memref<1x1x2x16xf64>)
+// CHECK-COUNT-8:   arith.cmpf ogt
+// CHECK-COUNT-5:   arith.cmpf uno
+// CHECK-COUNT-4:   arith.ori
+// CHECK:           %[[NAN:.*]] = arith.constant 0x7ff8000000000000 : f64
+// CHECK-NEXT:      %[[MAX:.*]] = arith.select {{.*}}, %[[NAN]], {{.*}} : f64
+// CHECK-NEXT:      linalg.yield %[[MAX]]
+func.func @main(%x: tensor<1x1x4x32xf64>) -> tensor<1x1x2x16xf64> {
+  %0 = graph.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 0, 0>} : (tensor<1x1x4x32xf64>) -> tensor<1x1x2x16xf64>
+  func.return %0 : tensor<1x1x2x16xf64>
+}
+
+// -----
+
+// An unpadded f64 max_pool2d with an elementwise prologue and windows that do not overlap: the
+// prologue is computed at each window tap, in the pooling generic itself (no temporary).
+// CHECK-LABEL: func.func @add_relu_max_pool2d(%0: memref<1x2x4x32xf64>, %1: memref<2x1x1xf64>, %2: memref<1x2x2x16xf64>)
+// CHECK-NOT:     memref.alloc
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 * 2), (d3 * 2))>, affine_map<(d0, d1, d2, d3) -> (d1, 0, 0)>, {{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%0, %1, %0, %0, %0 : {{.*}}) outs(%2 : memref<1x2x2x16xf64>)
 // CHECK-COUNT-4:   arith.addf
 // CHECK-COUNT-3:   arith.cmpf ogt
 // CHECK-COUNT-2:   arith.cmpf uno
 // CHECK:           linalg.yield
 // CHECK-NOT:     linalg.generic
 // CHECK:         func.return
-func.func @main(%x: tensor<1x2x4x32xf32>, %b: tensor<2x1x1xf32>) -> tensor<1x2x2x16xf32> {
-  %0 = graph.fused(%x, %b) {name = "add_relu_max_pool2d", mode = "compile"} : (tensor<1x2x4x32xf32>, tensor<2x1x1xf32>) -> tensor<1x2x2x16xf32> {
-  ^bb0(%a: tensor<1x2x4x32xf32>, %c: tensor<2x1x1xf32>):
-    %1 = graph.add %a, %c : (tensor<1x2x4x32xf32>, tensor<2x1x1xf32>) -> tensor<1x2x4x32xf32>
-    %2 = graph.relu %1 : tensor<1x2x4x32xf32>
-    %3 = graph.max_pool2d %2 {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x2x4x32xf32>) -> tensor<1x2x2x16xf32>
-    graph.yield %3 : tensor<1x2x2x16xf32>
+func.func @main(%x: tensor<1x2x4x32xf64>, %b: tensor<2x1x1xf64>) -> tensor<1x2x2x16xf64> {
+  %0 = graph.fused(%x, %b) {name = "add_relu_max_pool2d", mode = "compile"} : (tensor<1x2x4x32xf64>, tensor<2x1x1xf64>) -> tensor<1x2x2x16xf64> {
+  ^bb0(%a: tensor<1x2x4x32xf64>, %c: tensor<2x1x1xf64>):
+    %1 = graph.add %a, %c : (tensor<1x2x4x32xf64>, tensor<2x1x1xf64>) -> tensor<1x2x4x32xf64>
+    %2 = graph.relu %1 : tensor<1x2x4x32xf64>
+    %3 = graph.max_pool2d %2 {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x2x4x32xf64>) -> tensor<1x2x2x16xf64>
+    graph.yield %3 : tensor<1x2x2x16xf64>
   }
-  func.return %0 : tensor<1x2x2x16xf32>
+  func.return %0 : tensor<1x2x2x16xf64>
 }
 
 // -----
