@@ -117,13 +117,12 @@ def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
 class WindowUkernel(LLVMText):
     """The depthwise ukernel's code over the windows of x (see the module docstring), and the
     hooks by which the pooling ukernel (`pooling.py`) reuses it: what a block's vector
-    computes from its input rows' taps (`_vector`), the lanes a load leaves outside x (`FILL`),
-    the rows a block computes (`ROWS`) and the data each block is passed (`_block_parameters`,
-    `_block_arguments`)."""
+    computes from its input rows' taps (`_vector`), the lanes a load leaves outside x (`FILL`)
+    and the data each block is passed (`_main_parameters`, `_block_parameters`,
+    `_block_arguments`, `_start_block`)."""
 
     FILL = "zeroinitializer"
     """The value of the lanes of a tap outside x's row."""
-    ROWS = ROWS
 
     def __init__(
         self, name_: str, x: Sequence[int], window: Sequence[int], out: Sequence[int], strides: Sequence[int],
@@ -339,7 +338,7 @@ class WindowUkernel(LLVMText):
         """(first output row, blocks, rows per block, input rows inside x) for each run of
         consecutive blocks of ROWS[sh] output rows (the last block: the rows left) alike."""
         runs: list[tuple[int, int, int, tuple[bool, ...]]] = []
-        block = self.ROWS.get(self.sh, 1)
+        block = ROWS.get(self.sh, 1)
         for first in range(0, self.out_h, block):
             rows = min(block, self.out_h - first)
             reach = (rows - 1) * self.sh + (self.kernel_h - 1) * self.dh + 1

@@ -22,8 +22,15 @@ window size or, without count_include_pad, by each output's taps inside x (a con
 in a block function the rows inside x are known, and the vectors of a row that read its
 padding are written out apart from the loop over the others).
 
-Measured on 2026-11-25 (one thread, medians, per layer, against ONNX Runtime 1 thread; before:
-the loop nest of `linalg/pool.py`), see POOL_ROWS and docs/cpu-codegen.md.
+Blocks take the depthwise ukernel's rows (`depthwise_conv.ROWS`: 4 output rows at stride 1,
+1 at stride 2), picked by measurement on these pools (2026-11-25, one thread, medians): at
+stride 1, 2 rows ran 1.2x slower and 8 rows 1.0-1.3x slower than 4 (Inception's 3x3/1
+average pools); at stride 2, 1, 2 or 3 rows ran within 5% of each other (ResNet-50's,
+SqueezeNet's and ShuffleNet's 3x3/2 max pools). Dividing by the count (exact, as the
+interpreter) ran as fast as multiplying by its reciprocal. Against the loop nest of
+`linalg/pool.py` the ukernel ran 1.3-3.7x faster on 3x3/2 max pools (ResNet-50's 1x64x112x112:
+215 -> 61 us, about 65 GB/s; ONNX Runtime 118 us) and 5-6x on 3x3/1 average pools
+(Inception's 1x192x28x28: 133 -> 26 us, ONNX Runtime 48 us); docs/cpu-codegen.md has the table.
 """
 
 from __future__ import annotations
@@ -41,8 +48,6 @@ from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, store
 PREFIX = "graphopt_spool"
 KINDS = ("max", "avg", "avgpad")
 """What the ukernel computes: the max, the average over the taps inside x, or over the whole window."""
-POOL_ROWS = {1: 4, 2: 2}
-"""Output rows a block computes, by row stride (1 for the others)."""
 MAX_TAPS = 64
 """The largest window the ukernel takes (its taps are unrolled per input row and vector)."""
 COLUMN_STRIDES = (1, 2)
@@ -90,8 +95,6 @@ def _splat(literal: str) -> str:
 
 
 class _PoolUkernel(WindowUkernel):
-    ROWS = POOL_ROWS
-
     def __init__(
         self, name_: str, kind: str, x: Sequence[int], window: Sequence[int], out: Sequence[int],
         strides: Sequence[int], padding: Sequence[int],
