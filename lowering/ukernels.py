@@ -15,7 +15,8 @@ the callee's kind writes from its name and argument types:
 Kinds, by the prefix of their names: the packed GEMM (`packed_gemm.py`; its row-major-b
 variant runs convolutions, called as they are), the batched packed GEMM on panels packed at
 run time (`batched_gemm.py`), the direct convolution (`direct_conv.py`), the depthwise
-convolution (`depthwise_conv.py`) and the pools (`pooling.py`, called on (x, out) alone).
+convolution (`depthwise_conv.py`), the pools (`pooling.py`) and the sums over planes
+(`row_sums.py`), the last two called on (x, out) alone.
 
 A convolution of one image has one row; it runs by blocks of output channels instead
 (`channel_units`, `row_split.channel_split`): a chunk calls the ukernel for its channels,
@@ -35,7 +36,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, UnitAttr
 from xdsl.ir import SSAValue
 
-from graphopt.lowering import batched_gemm, depthwise_conv, direct_conv, packed_gemm, pooling
+from graphopt.lowering import batched_gemm, depthwise_conv, direct_conv, packed_gemm, pooling, row_sums
 
 UKERNEL_ATTR = "graph.ukernel"
 """Marks a declaration (`func.func private`) whose body the JIT generates (`ukernel_ir`)."""
@@ -47,6 +48,7 @@ _KINDS = {
     direct_conv.PREFIX: direct_conv,
     depthwise_conv.PREFIX: depthwise_conv,
     pooling.PREFIX: pooling,
+    row_sums.PREFIX: row_sums,
 }
 
 
@@ -102,7 +104,7 @@ def channel_units(ukernel_call: func.CallOp) -> tuple[int, int, bool] | None:
     (units, the fewest units a chunk starts at a multiple of, whether its first argument
     splits with them); None for other calls.
 
-    A pool splits by channels, each reading its own channel of x.
+    A pool or a sum over planes splits by channels, each reading its own channel of x.
 
     A grouped conv (depthwise ones too) splits by groups: a unit is a group's output channels,
     its weights and its input channels (of x, or of its phases). A conv of one group splits by
@@ -112,14 +114,14 @@ def channel_units(ukernel_call: func.CallOp) -> tuple[int, int, bool] | None:
     """
     name = ukernel_call.callee.string_value()
     gemm = name.startswith(f"{packed_gemm.ROW_MAJOR_PREFIX}_")
-    if not gemm and _kind(name) not in (direct_conv, depthwise_conv, pooling):
+    if not gemm and _kind(name) not in (direct_conv, depthwise_conv, pooling, row_sums):
         return None
     parts = operands(ukernel_call)
     inputs, out = parts.first.type.get_shape(), parts.like_out[-1].type.get_shape()
     if inputs[0] != 1:
         return None
-    if _kind(name) is pooling:
-        return (out[1], 1, True)
+    if _kind(name) in (pooling, row_sums):
+        return (out[1], 1, True) if len(out) > 1 else None
     weights = parts.data.type.get_shape()
     if gemm:
         return (out[1], packed_gemm.ROWS, False)

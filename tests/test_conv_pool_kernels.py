@@ -138,6 +138,7 @@ POOLS = [
     ((2, 3, 9, 8), (3, 3), (2, 1), (0, 0, 0, 0)),  # overlapping windows: the prologue computed once
     ((2, 3, 9, 8), (3, 2), (1, 2), (1, 0, 2, 1)),
     ((1, 2, 9, 18), (9, 9), (9, 9), (0, 0, 0, 0)),  # more taps than are unrolled: a loop over window rows
+    ((1, 6, 5, 5), (5, 5), (1, 1), (0, 0, 0, 0)),  # a global pool: the average sums over planes of the prologue
 ]
 
 
@@ -164,6 +165,7 @@ UKERNEL_POOLS = [
     ((2, 3, 10, 71), (2, 3), (2, 1), (0, 2, 1, 0)),
     ((1, 6, 9, 35), (5, 4), (3, 2), (2, 1, 2, 3)),  # row stride 3: blocks of one row
     ((1, 2, 5, 6), (5, 7), (1, 1), (0, 3, 0, 3)),  # a window wider than x's row
+    ((1, 9, 7, 7), (7, 7), (1, 1), (0, 0, 0, 0)),  # a global pool: the average sums over planes
 ]
 
 
@@ -188,3 +190,26 @@ def test_pool2d_ukernel(op, x, kernel, strides, padding):
     check_group(module, [with_specials(x, 0)])
     check_group(module, [np.full(x, -np.inf, np.float32)])
     check_group(module, [np.where(np.indices(x)[3] % 2 == 0, np.inf, -np.inf).astype(np.float32)])
+
+
+PLANE_SUMS = [
+    # x, axes, keepdims: sums over planes of at most row_sums.LONGEST_PLANE floats call the row-sum ukernel
+    ((1, 37, 7, 7), (2, 3), True),  # a global average pool: 3 vectors and one under a mask
+    ((3, 5, 4, 4), (-1, -2), False),  # one vector per plane, batch 3
+    ((1, 6, 3, 5), (2, 3), False),
+    ((2, 7, 9), (1, 2), False),  # rank 3: one sum per image
+    ((1, 4, 5, 13), (2, 3), True),  # 65 floats: the loop nest
+]
+
+
+@pytest.mark.parametrize("x, axes, keepdims", PLANE_SUMS)
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_mean"])
+def test_sums_over_planes(op, x, axes, keepdims):
+    """Sums and means over the last two dims (threads 1 and 2: images, or channels of one)
+    against the interpreter, with NaN, inf and -inf in x."""
+    kept = [size for d, size in enumerate(x) if d % len(x) not in {a % len(x) for a in axes}]
+    out = tuple(1 if d % len(x) in {a % len(x) for a in axes} else size for d, size in enumerate(x)) if keepdims else tuple(kept)
+    attributes = f"axes = {array(axes)}, keepdims = {str(keepdims).lower()}"
+    module = group_module([x], f"    %y = graph.{op} %a0 {{{attributes}}} : ({tensor(x)}) -> {tensor(out)}\n", out)
+    check_group(module, [with_specials(x, 0)])
+    check_group(module, [sample(x)])

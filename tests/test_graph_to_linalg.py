@@ -921,3 +921,19 @@ def test_softmax_computes_each_exp_once_on_the_cpu():
     assert len(exps) == 1
     sum_of_exp = exps[0].parent_op()
     assert [o is kernel.body.block.args[-1] for o in sum_of_exp.outputs] == [False, True]
+
+
+@pytest.mark.parametrize("op", ["reduce_mean {axes = array<i64: 2, 3>, keepdims = true}", "avg_pool2d {kernel = array<i64: 7, 7>}"])
+def test_f32_global_average_pool_sums_planes_by_the_row_sum_ukernel(op):
+    """A mean over 7x7 planes (a reduce_mean, or an avg_pool2d whose window is the plane)
+    calls the row-sum ukernel on x and out, then divides out by 49 in place (numerics:
+    tests/test_conv_pool_kernels.py)."""
+    t, o = tensor((1, 8, 7, 7)), tensor((1, 8, 1, 1))
+    name, attributes = op.split(" ", 1)
+    text = f"func.func @main(%x: {t}) -> {o} {{\n %0 = graph.{name} %x {attributes} : ({t}) -> {o}\n func.return %0 : {o}\n}}"
+    kernel, _ = kernels(text)
+    (call,) = ops_of(kernel, func.CallOp)
+    assert call.callee.string_value() == "graphopt_srowsum_1x8x7x7_1x8x1x1"
+    assert list(call.arguments) == list(kernel.body.block.args)
+    (divide,) = ops_of(kernel, GenericOp)
+    assert list(divide.outputs) == [call.arguments[1]] and len(ops_of(divide, arith.DivfOp)) == 1

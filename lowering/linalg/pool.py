@@ -19,7 +19,7 @@ from graphopt.lowering import pooling, ukernels
 from graphopt.lowering.linalg.conv import in_bounds_count, padded_copy, stride_phases
 from graphopt.lowering.linalg.indexing import dims_of, shape_of
 from graphopt.lowering.linalg.loop_body import LoopBody
-from graphopt.lowering.linalg.reduction import COMBINES
+from graphopt.lowering.linalg.reduction import COMBINES, divide, plane_sums
 from graphopt.lowering.linalg.scalar import element_of
 
 if TYPE_CHECKING:
@@ -63,6 +63,12 @@ def lower_pool2d(kernel: Kernel, op: graph.Pool2dOp, out: SSAValue) -> None:
     its positions inside x.
     """
     is_max = isinstance(op, graph.MaxPool2dOp)
+    (kernel_h, kernel_w), padding = op.get("kernel"), op.get("padding")
+    whole_planes = (kernel_h, kernel_w) == shape_of(op.x)[2:] and not any(padding)
+    if not is_max and whole_planes and kernel.schedule.row_sums(op.x, {2, 3}):
+        plane_sums(kernel, kernel.materialize(op.x), out)
+        divide(kernel, out, kernel_h * kernel_w)
+        return
     if kernel.schedule.pool_ukernel(op):
         operands = [kernel.materialize(op.x), out]
         kind = "max" if is_max else "avgpad" if op.get("count_include_pad") else "avg"
@@ -79,8 +85,8 @@ def lower_pool2d(kernel: Kernel, op: graph.Pool2dOp, out: SSAValue) -> None:
         return functools.reduce(lambda a, b: combine(body, op, a, b), values)
 
     batch, channels, out_h, out_w = shape_of(op.result)
-    (kernel_h, kernel_w), (sh, sw) = op.get("kernel"), op.get("strides")
-    top, left, _, _ = padding = op.get("padding")
+    sh, sw = op.get("strides")
+    top, left, _, _ = padding
     unrolled = kernel_h * kernel_w <= POOL_UNROLLED_TAPS
     if unrolled and out_w < SHORT_POOL_ROW and kernel.schedule.merges_short_rows():
         pooled, row = _pool_over_phases(kernel, op, identity, fold)

@@ -13,6 +13,7 @@ from xdsl.ir.affine import AffineExpr
 
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import is_float
+from graphopt.lowering import row_sums, ukernels
 from graphopt.lowering.linalg.indexing import dims_of, shape_of
 from graphopt.lowering.linalg.scalar import element_of
 
@@ -54,16 +55,32 @@ def _kept(index: Index, reduced: set[int], keepdims: bool = False) -> Index:
 
 
 def lower_reduce(kernel: Kernel, op: graph.ReductionOp, out: SSAValue) -> None:
+    """A fill with the identity, then a loop nest folding in each element (`Kernel.reduction`);
+    on the CPU, a sum or mean of x over short planes calls the row-sum ukernel (`row_sums.py`)
+    instead, when x is a buffer of the group already. The mean then divides by the count."""
     x = op.x
     shape, element = shape_of(x), element_of(x)
     reduced = {a % len(shape) for a in op.get("axes")}
-    kernel.fill(out, op.IDENTITY.of(element))
-    body = kernel.reduction(shape, reduced, lambda index: [(out, _kept(index, reduced, op.get("keepdims")))])
-    body.finish([COMBINES[type(op)](body, op, body.output(0), body.value(x, body.dims))])
+    sums = isinstance(op, (graph.ReduceSumOp, graph.ReduceMeanOp))
+    if sums and x in kernel.buffers and kernel.schedule.row_sums(x, reduced):
+        plane_sums(kernel, kernel.buffers[x], out)
+    else:
+        kernel.fill(out, op.IDENTITY.of(element))
+        body = kernel.reduction(shape, reduced, lambda index: [(out, _kept(index, reduced, op.get("keepdims")))])
+        body.finish([COMBINES[type(op)](body, op, body.output(0), body.value(x, body.dims))])
     if isinstance(op, graph.ReduceMeanOp):
-        body = kernel.parallel(out)
-        count = body.constant(math.prod(shape[a] for a in reduced), element)
-        body.finish([body.emit(arith.DivfOp(body.output(0), count))])
+        divide(kernel, out, math.prod(shape[a] for a in reduced))
+
+
+def plane_sums(kernel: Kernel, x: SSAValue, out: SSAValue) -> None:
+    """out = the sums of buffer `x` over its last two dims, by the row-sum ukernel (`row_sums.py`)."""
+    kernel.builder.insert(ukernels.call(row_sums.name([x.type, out.type]), [x, out]))
+
+
+def divide(kernel: Kernel, out: SSAValue, count: int) -> None:
+    """out divided by `count` in place."""
+    body = kernel.parallel(out)
+    body.finish([body.emit(arith.DivfOp(body.output(0), body.constant(count, element_of(out))))])
 
 
 def _source(kernel: Kernel, x: SSAValue, out: SSAValue) -> SSAValue:

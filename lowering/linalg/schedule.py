@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation
 
 from graphopt.dialects import graph
-from graphopt.lowering import depthwise_conv, direct_conv, packed_gemm, pooling
+from graphopt.lowering import depthwise_conv, direct_conv, packed_gemm, pooling, row_sums
 from graphopt.lowering.linalg.epilogue import tile_epilogue_of
 from graphopt.lowering.linalg.indexing import shape_of
 from graphopt.lowering.tile_epilogue import Step
@@ -80,6 +80,10 @@ class PlainSchedule:
 
     def pool_ukernel(self, op: graph.Pool2dOp) -> bool:
         """Whether the pool calls the pooling ukernel."""
+        return False
+
+    def row_sums(self, x: SSAValue, reduced: set[int]) -> bool:
+        """Whether a sum of `x` over the dims `reduced` calls the row-sum ukernel."""
         return False
 
     def tile_epilogue(
@@ -164,6 +168,9 @@ class CpuSchedule(PlainSchedule):
 
     def pool_ukernel(self, op: graph.Pool2dOp) -> bool:
         return pooling.applies(op.x.type, op.result.type, op.get("kernel"), op.get("strides"))
+
+    def row_sums(self, x: SSAValue, reduced: set[int]) -> bool:
+        return row_sums.applies(x.type, reduced)
 
     def tile_epilogue(self, kernel: Kernel, anchor: Operation):
         """The tail's epilogue, where the ukernel takes it (`depthwise_conv.takes_epilogue`)."""
