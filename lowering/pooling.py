@@ -27,7 +27,10 @@ Blocks take the depthwise ukernel's rows (`depthwise_conv.ROWS`: 4 output rows a
 stride 1, 2 rows ran 1.2x slower and 8 rows 1.0-1.3x slower than 4 (Inception's 3x3/1
 average pools); at stride 2, 1, 2 or 3 rows ran within 5% of each other (ResNet-50's,
 SqueezeNet's and ShuffleNet's 3x3/2 max pools). Dividing by the count (exact, as the
-interpreter) ran as fast as multiplying by its reciprocal. Against the loop nest of
+interpreter) ran as fast as multiplying by its reciprocal. At stride 2, combining an output
+row's input rows column by column first and splitting the result into taps once (5 shuffles per
+vector instead of 15) ran 0-10% slower on the same pools: they run at about 65 GB/s, bound by
+the memory x streams from, not by shuffles. Against the loop nest of
 `linalg/pool.py` the ukernel ran 1.3-3.7x faster on 3x3/2 max pools (ResNet-50's 1x64x112x112:
 215 -> 61 us, about 65 GB/s; ONNX Runtime 118 us) and 5-6x on 3x3/1 average pools
 (Inception's 1x192x28x28: 133 -> 26 us, ONNX Runtime 48 us); docs/cpu-codegen.md has the table.
