@@ -226,7 +226,8 @@ class WindowUkernel(LLVMText):
         """Each tap kw's 16 columns (every sw-th) of input row i for the vector at `x`, whose
         masks are vector `like`'s. At stride 1, one load per tap. At stride 2, the row's columns
         are loaded once in pieces of 16 and split into even and odd columns; a tap is one of
-        those, shifted by whole lanes."""
+        those, shifted by whole lanes. At larger strides (pools only), the pieces are joined
+        into one wide vector, from which each tap picks its lanes."""
         start = like * VECTOR * self.sw - self.left
         offsets = [kw * self.dw for kw in range(self.kernel_w)]
         row = i * self.width - self.left
@@ -243,6 +244,8 @@ class WindowUkernel(LLVMText):
                 for lane in range(VECTOR)
             ]
             pieces.append(self._load(self.pointer(x, row + piece * VECTOR), lanes))
+        if self.sw > 2:
+            return self._pick_taps(pieces, offsets)
         pieces += [self.FILL] * (len(pieces) % 2)
         halves = {
             parity: [
@@ -257,6 +260,28 @@ class WindowUkernel(LLVMText):
             second = rest[0] if rest else self.FILL
             taps.append(first if shift == 0 else self._shuffle(first, second, [shift + lane for lane in range(VECTOR)]))
         return taps
+
+    def _pick_taps(self, pieces: list[str], offsets: list[int]) -> list[str]:
+        """Each tap's lanes (every sw-th float from its offset) picked from `pieces` joined into
+        one vector (of a power of two pieces, FILL after them)."""
+        pieces = pieces + [self.FILL] * ((1 << (len(pieces) - 1).bit_length()) - len(pieces))
+        width = VECTOR
+        while len(pieces) > 1:
+            joined_type = f"<{width} x float>"
+            lanes = ", ".join(f"i32 {lane}" for lane in range(2 * width))
+            pieces = [
+                self.value(f"shufflevector {joined_type} {a}, {joined_type} {b}, <{2 * width} x i32> <{lanes}>")
+                for a, b in zip(pieces[::2], pieces[1::2])
+            ]
+            width *= 2
+        wide = f"<{width} x float>"
+        return [
+            self.value(
+                f"shufflevector {wide} {pieces[0]}, {wide} poison, <16 x i32> "
+                f"<{', '.join(f'i32 {lane * self.sw + offset}' for lane in range(VECTOR))}>"
+            )
+            for offset in offsets
+        ]
 
     def _load(self, pointer: str, lanes: list[bool]) -> str:
         """The floats at `pointer` in `lanes` (FILL in the others; no load when none)."""

@@ -53,17 +53,19 @@ KINDS = ("max", "avg", "avgpad")
 """What the ukernel computes: the max, the average over the taps inside x, or over the whole window."""
 MAX_TAPS = 64
 """The largest window the ukernel takes (its taps are unrolled per input row and vector)."""
-COLUMN_STRIDES = (1, 2)
+MAX_COLUMN_STRIDE = 4
+"""The largest column stride the ukernel takes (a stride above 2 picks each tap's lanes from
+the row's pieces joined into one vector: 8 pieces at 4)."""
 NAN = "0x7FF8000000000000"
 MINUS_INF = "0xFFF0000000000000"
 
 
 def applies(x_type: Attribute, out_type: Attribute, kernel: Sequence[int], strides: Sequence[int]) -> bool:
     """Whether a pool of these types and attributes runs as the ukernel: f32, a column stride of
-    1 or 2, at most MAX_TAPS taps."""
+    at most MAX_COLUMN_STRIDE, at most MAX_TAPS taps."""
     return (
         all(t.get_element_type() == f32 for t in (x_type, out_type))
-        and strides[1] in COLUMN_STRIDES
+        and strides[1] <= MAX_COLUMN_STRIDE
         and kernel[0] * kernel[1] <= MAX_TAPS
     )
 

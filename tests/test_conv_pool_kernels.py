@@ -158,12 +158,14 @@ def test_pool2d_with_prologue(op, x, kernel, strides, padding):
 
 
 UKERNEL_POOLS = [
-    # x, kernel, strides, padding: f32 pools of column stride 1 or 2 call the pooling ukernel
+    # x, kernel, strides, padding: f32 pools of column stride at most 4 call the pooling ukernel
     ((1, 5, 37, 41), (3, 3), (2, 2), (1, 1, 1, 1)),  # ResNet's stem pool at an odd size: 21 columns
     ((3, 4, 11, 50), (3, 3), (1, 1), (1, 1, 1, 1)),  # Inception's 3x3/1: vectors looped and written out
     ((1, 3, 13, 13), (3, 3), (2, 2), (0, 0, 1, 1)),  # ceil mode, as bottom and right padding
     ((2, 3, 10, 71), (2, 3), (2, 1), (0, 2, 1, 0)),
     ((1, 6, 9, 35), (5, 4), (3, 2), (2, 1, 2, 3)),  # row stride 3: blocks of one row
+    ((3, 4, 14, 14), (3, 3), (3, 3), (0, 0, 0, 0)),  # MNIST's second pool: column stride 3
+    ((1, 3, 11, 70), (2, 4), (1, 4), (1, 0, 0, 3)),  # column stride 4
     ((1, 2, 5, 6), (5, 7), (1, 1), (0, 3, 0, 3)),  # a window wider than x's row
     ((1, 9, 7, 7), (7, 7), (1, 1), (0, 0, 0, 0)),  # a global pool: the average sums over planes
 ]
