@@ -31,13 +31,15 @@ pooling (n, c, oh, ow) with the window unrolled in the body; elementwise loops a
 over NCHW rows shorter than SHORT_LOOP run (h, w) as one loop); accumulations that stay
 innermost (row reductions) are marked `reassoc` so LLVM vectorizes them, and a conv's
 multiply-adds `contract` so they become FMAs. Row reductions (softmax, log_softmax,
-layer_norm) keep row statistics in row-sized buffers. On the CPU, two ops call ukernels
+layer_norm) keep row statistics in row-sized buffers. On the CPU, some ops call ukernels
 (`ukernels.py`) instead: a matmul whose b is an f32 constant calls the packed GEMM ukernel
 (`packed_gemm.py`) on b's panels, packed here and passed as a constant argument after the
 others (an f32 matmul with b computed or an input, on b's panels packed at run time into a
 temporary, `linalg/matmul.py`, calling `batched_gemm.py` per batch matrix); an f32 depthwise conv2d calls the depthwise convolution ukernel (`depthwise_conv.py`)
 on x, and an f32 conv2d with a deep window per group the direct convolution ukernel
-(`direct_conv.py`) on the stride-phase copy of x. What cannot be lowered raises
+(`direct_conv.py`) on the stride-phase copy of x; an f32 pool calls the pooling ukernel
+(`pooling.py`) on x, and a sum over short planes (a global average pool) the row-sum ukernel
+(`row_sums.py`). What cannot be lowered raises
 `Unsupported`; `supports(op)` returns its reason.
 """
 

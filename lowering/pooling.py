@@ -10,7 +10,8 @@ count_include_pad):
 
 It is the depthwise convolution ukernel's code (`depthwise_conv.WindowUkernel`: blocks of
 output rows per channel, vectors of 16 output columns, at stride 2 each input row's columns
-loaded once and split into even and odd ones by shuffles, no copy for the padding), with the
+loaded once and split into even and odd ones by shuffles, at strides 3 and 4 each tap's lanes
+picked from them joined into one vector, no copy for the padding), with the
 window reduced instead of multiplied: in a block, each input row's taps are combined once
 into a row vector, which then joins the vector of every output row that reads it (a 3x3
 window at stride 1 and blocks of 4 rows: 5 combines per output vector instead of 8). Lanes

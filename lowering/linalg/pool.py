@@ -1,4 +1,5 @@
-"""max_pool2d and avg_pool2d: the window unrolled in the loop body (or looped over its rows).
+"""max_pool2d and avg_pool2d: on the CPU the pooling or row-sum ukernel, else the window
+unrolled in the loop body (or looped over its rows).
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ def _window_max(body: LoopBody, values: list[SSAValue], element: Attribute) -> S
 
 def lower_pool2d(kernel: Kernel, op: graph.Pool2dOp, out: SSAValue) -> None:
     """Max (padding is -inf) or average (padding is 0) over each window.
+
+    On the CPU, an average whose window is the whole unpadded plane calls the row-sum ukernel
+    (`row_sums.py`) and divides in place; an f32 pool with a column stride and window the
+    pooling ukernel takes (`pooling.applies`) calls it on x. Otherwise:
 
     Loops (n, c, oh, ow) with the window unrolled in the body: each output is reduced in
     registers and stored once, and LLVM vectorizes ow (x read at stride sw). A window of more
