@@ -212,10 +212,14 @@ class WindowUkernel(LLVMText):
                     self.emit(fma(total, self.weights[kh, kw], pixels, sums[r]))
                     sums[r] = total
         for r, total in enumerate(sums):
-            column = v if v == 0 else self.value(f"mul i64 {v}, {VECTOR}")
-            offset = column if r == 0 else self.value(f"add i64 {column}, {r * self.out_w}")
-            lanes = min(VECTOR, self.out_w - like * VECTOR)
+            offset, lanes = self._out_offset(v, like, r)
             self.emit(store(self.tile_epilogue.apply(total, 0, offset, lanes), self.pointer("%out", offset), lanes))
+
+    def _out_offset(self, v: int | str, like: int, r: int) -> tuple[int | str, int]:
+        """Where block row r's vector v starts in %out, and how many of its lanes are stored."""
+        column = v if v == 0 else self.value(f"mul i64 {v}, {VECTOR}")
+        offset = column if r == 0 else self.value(f"add i64 {column}, {r * self.out_w}")
+        return offset, min(VECTOR, self.out_w - like * VECTOR)
 
     def _reads(self, r: int, i: int) -> bool:
         """Whether output row r of a block reads its input row i (as some window row kh)."""

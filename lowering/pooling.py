@@ -50,8 +50,6 @@ from graphopt.lowering.depthwise_conv import WindowUkernel
 from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, store
 
 PREFIX = "graphopt_spool"
-KINDS = ("max", "avg", "avgpad")
-"""What the ukernel computes: the max, the average over the taps inside x, or over the whole window."""
 MAX_TAPS = 64
 """The largest window the ukernel takes (its taps are unrolled per input row and vector)."""
 MAX_COLUMN_STRIDE = 4
@@ -72,7 +70,8 @@ def applies(x_type: Attribute, out_type: Attribute, kernel: Sequence[int], strid
 
 
 def name(types: Sequence[MemRefType], kind: str, kernel: Sequence[int], strides: Sequence[int], padding: Sequence[int]) -> str:
-    """The ukernel's name for a call on memrefs (x, out) computing `kind` (one of KINDS)."""
+    """The ukernel's name for a call on memrefs (x, out) computing `kind`: "max", "avg" (the
+    average over the taps inside x) or "avgpad" (over the whole window)."""
     (kh, kw), (sh, sw), (top, left) = kernel, strides, padding[:2]
     shapes = "_".join("x".join(map(str, t.get_shape())) for t in types)
     return f"{PREFIX}_{kind}_k{kh}x{kw}_s{sh}x{sw}_p{top}x{left}_{shapes}"
@@ -131,7 +130,10 @@ class _PoolUkernel(WindowUkernel):
     def _any_nan(self, taps: list[str]) -> str:
         """Lanes where any of `taps` is NaN (one unordered compare per pair)."""
         pairs = [self.value(f"fcmp uno {VECTOR_TYPE} {a}, {b}") for a, b in zip(taps[::2], taps[1::2] + taps[-1:])]
-        return functools.reduce(lambda a, b: self.value(f"or <16 x i1> {a}, {b}"), pairs)
+        return functools.reduce(self._or, pairs)
+
+    def _or(self, a: str, b: str) -> str:
+        return self.value(f"or <16 x i1> {a}, {b}")
 
     def _vector(self, v: int | str, like: int, rows: int, inside: tuple[bool, ...]) -> None:
         """out[r, 16 v : 16 v + 16] for the block's rows r (see `WindowUkernel._vector`): each
@@ -149,15 +151,13 @@ class _PoolUkernel(WindowUkernel):
             for r in readers:
                 totals[r] = combined if totals[r] is None else self._combine(totals[r], combined)
                 if nan is not None:
-                    nans[r] = nan if nans[r] is None else self.value(f"or <16 x i1> {nans[r]}, {nan}")
+                    nans[r] = nan if nans[r] is None else self._or(nans[r], nan)
         for r, total in enumerate(totals):
             if self.kind == "max":
                 total = self.value(f"select <16 x i1> {nans[r]}, {VECTOR_TYPE} {_splat(NAN)}, {VECTOR_TYPE} {total}")
             else:
                 total = self.value(f"fdiv {VECTOR_TYPE} {total}, {self._counts(like, r, inside)}")
-            column = v if v == 0 else self.value(f"mul i64 {v}, {VECTOR}")
-            offset = column if r == 0 else self.value(f"add i64 {column}, {r * self.out_w}")
-            lanes = min(VECTOR, self.out_w - like * VECTOR)
+            offset, lanes = self._out_offset(v, like, r)
             self.emit(store(total, self.pointer("%out", offset), lanes))
 
     def _counts(self, like: int, r: int, inside: tuple[bool, ...]) -> str:
