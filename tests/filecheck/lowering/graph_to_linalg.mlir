@@ -146,6 +146,22 @@ func.func @main(%x: tensor<1x1x4x32xf32>) -> tensor<1x1x2x16xf32> {
 
 // -----
 
+// A global average pool over 7x7 planes: the row-sum ukernel sums each plane (49 floats,
+// which the loop nest would reduce in scalar code), then one generic divides out in place.
+// CHECK-LABEL: func.func @reduce_mean_0(%0: memref<1x8x7x7xf32>, %1: memref<1x8x1x1xf32>)
+// CHECK-NEXT:    func.call @graphopt_srowsum_1x8x7x7_1x8x1x1(%0, %1) : (memref<1x8x7x7xf32>, memref<1x8x1x1xf32>) -> ()
+// CHECK-NEXT:    linalg.generic {{.*}} outs(%1 : memref<1x8x1x1xf32>)
+// CHECK:           arith.constant 4.900000e+01 : f32
+// CHECK-NEXT:      arith.divf
+// CHECK:         func.return
+// CHECK:       func.func private @graphopt_srowsum_1x8x7x7_1x8x1x1(memref<1x8x7x7xf32>, memref<1x8x1x1xf32>) -> () attributes {graph.ukernel}
+func.func @main(%x: tensor<1x8x7x7xf32>) -> tensor<1x8x1x1xf32> {
+  %0 = graph.reduce_mean %x {axes = array<i64: 2, 3>, keepdims = true} : (tensor<1x8x7x7xf32>) -> tensor<1x8x1x1xf32>
+  func.return %0 : tensor<1x8x1x1xf32>
+}
+
+// -----
+
 // An f64 max_pool2d (the pooling ukernel takes f32; output rows of 16, not pooled over stride phases): a -inf-padded copy (a fill,
 // then x copied in), then one parallel generic over (n, c, oh, ow) whose body reads the 3x3
 // window at constant offsets and takes their max (no accumulation in memory): a select of the
