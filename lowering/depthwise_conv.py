@@ -130,7 +130,8 @@ class WindowUkernel(LLVMText):
     ):
         super().__init__()
         self.name = name_
-        (self.sh, self.sw), (self.dh, self.dw), (self.top, self.left), self.epilogue = strides, dilations, padding[:2], epilogue
+        (self.sh, self.sw), (self.dh, self.dw), (self.top, self.left) = strides, dilations, padding[:2]
+        self.epilogue = epilogue
         self.batch, self.channels, self.height, self.width = x
         self.kernel_h, self.kernel_w = window
         _, self.out_channels, self.out_h, self.out_w = out

@@ -69,7 +69,9 @@ def applies(x_type: Attribute, out_type: Attribute, kernel: Sequence[int], strid
     )
 
 
-def name(types: Sequence[MemRefType], kind: str, kernel: Sequence[int], strides: Sequence[int], padding: Sequence[int]) -> str:
+def name(
+    types: Sequence[MemRefType], kind: str, kernel: Sequence[int], strides: Sequence[int], padding: Sequence[int]
+) -> str:
     """The ukernel's name for a call on memrefs (x, out) computing `kind`: "max", "avg" (the
     average over the taps inside x) or "avgpad" (over the whole window)."""
     (kh, kw), (sh, sw), (top, left) = kernel, strides, padding[:2]

@@ -66,11 +66,12 @@ def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
         vectors = []
         for first in range(0, length, VECTOR):
             vector = text.fresh()
-            text.emit(load(vector, text.pointer("%x", text.value(f"add i64 {start}, {first}")), min(VECTOR, length - first)))
+            pointer = text.pointer("%x", text.value(f"add i64 {start}, {first}"))
+            text.emit(load(vector, pointer, min(VECTOR, length - first)))
             vectors.append(vector)
-        while len(vectors) > 1:
-            pairs = zip(vectors[::2], vectors[1::2])
-            vectors = [text.value(f"fadd reassoc {VECTOR_TYPE} {a}, {b}") for a, b in pairs] + vectors[len(vectors) // 2 * 2 :]
+        while len(vectors) > 1:  # a tree of adds
+            odd = vectors[len(vectors) // 2 * 2 :]
+            vectors = [text.value(f"fadd reassoc {VECTOR_TYPE} {a}, {b}") for a, b in zip(vectors[::2], vectors[1::2])] + odd
         total = text.value(f"call reassoc float @llvm.vector.reduce.fadd.v16f32(float -0.0, {VECTOR_TYPE} {vectors[0]})")
         text.emit(f"  store float {total}, ptr {text.pointer('%out', i)}, align 4")
 

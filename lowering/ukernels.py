@@ -68,7 +68,7 @@ class CallOperands(NamedTuple):
     first: SSAValue
     """a, x or x's stride phases."""
     data: SSAValue | None
-    """b's panels or the conv's weights (None for a pool)."""
+    """b's panels or the conv's weights (None for a pool or a sum over planes)."""
     per_channel: tuple[SSAValue, ...]
     """The tile epilogue's operands of one value per output channel."""
     like_out: tuple[SSAValue, ...]

@@ -209,8 +209,8 @@ PLANE_SUMS = [
 def test_sums_over_planes(op, x, axes, keepdims):
     """Sums and means over the last two dims (threads 1 and 2: images, or channels of one)
     against the interpreter, with NaN, inf and -inf in x."""
-    kept = [size for d, size in enumerate(x) if d % len(x) not in {a % len(x) for a in axes}]
-    out = tuple(1 if d % len(x) in {a % len(x) for a in axes} else size for d, size in enumerate(x)) if keepdims else tuple(kept)
+    reduced = {a % len(x) for a in axes}
+    out = tuple(1 if d in reduced else size for d, size in enumerate(x) if keepdims or d not in reduced)
     attributes = f"axes = {array(axes)}, keepdims = {str(keepdims).lower()}"
     module = group_module([x], f"    %y = graph.{op} %a0 {{{attributes}}} : ({tensor(x)}) -> {tensor(out)}\n", out)
     check_group(module, [with_specials(x, 0)])
