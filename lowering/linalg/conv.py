@@ -13,7 +13,7 @@ from xdsl.ir import SSAValue
 from xdsl.ir.affine import AffineExpr
 
 from graphopt.dialects import graph
-from graphopt.lowering import depthwise_conv, direct_conv, packed_gemm, ukernels
+from graphopt.lowering import conv_lanes, depthwise_conv, direct_conv, packed_gemm, ukernels
 from graphopt.lowering.linalg.indexing import dims_of, shape_of
 from graphopt.lowering.linalg.reduction import CONTRACT, REASSOC_CONTRACT
 from graphopt.lowering.linalg.scalar import element_of
@@ -79,6 +79,13 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
         operands = [kernel.materialize(op.x), kernel.materialize(op.w), *epilogue_operands, out]
         attributes = (op.get(key) for key in ("strides", "dilations", "padding"))
         name = depthwise_conv.name([v.type for v in operands], *attributes, epilogue)
+        kernel.builder.insert(ukernels.call(name, operands))
+        return bool(epilogue)
+    if op in kernel.lanes_weights:
+        phases, row = _conv_phases(kernel, op)
+        epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
+        operands = [phases, kernel.lanes_weights[op], *epilogue_operands, out]
+        name = conv_lanes.name([v.type for v in operands], row, op.get("dilations"), epilogue)
         kernel.builder.insert(ukernels.call(name, operands))
         return bool(epilogue)
     if kernel.schedule.conv_gemm(op):

@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation
 
 from graphopt.dialects import graph
-from graphopt.lowering import depthwise_conv, direct_conv, packed_gemm
+from graphopt.lowering import conv_lanes, depthwise_conv, direct_conv, packed_gemm
 from graphopt.lowering.linalg.epilogue import tile_epilogue_of
 from graphopt.lowering.linalg.indexing import shape_of
 from graphopt.lowering.tile_epilogue import Step
@@ -68,6 +68,19 @@ class PlainSchedule:
 
     def direct_conv(self, op: graph.Conv2dOp) -> bool:
         """Whether the conv calls the direct convolution ukernel."""
+        return False
+
+    def lanes_convs(self, group: Group) -> dict[graph.Conv2dOp, None]:
+        """The group's convs that call the `conv_lanes` ukernel on their w packed at compile
+        time (an ordered set): those whose w is a constant and that `lanes_conv` takes."""
+        return {
+            op: None
+            for op in group.ops
+            if isinstance(op, graph.Conv2dOp) and group.constant_value(op.w) is not None and self.lanes_conv(op)
+        }
+
+    def lanes_conv(self, op: graph.Conv2dOp) -> bool:
+        """Whether the conv, its w a constant, calls the `conv_lanes` ukernel."""
         return False
 
     def conv_gemm(self, op: graph.Conv2dOp) -> bool:
@@ -129,6 +142,15 @@ class CpuSchedule(PlainSchedule):
 
     def direct_conv(self, op: graph.Conv2dOp) -> bool:
         return direct_conv.applies(op.x.type, op.w.type, op.result.type)
+
+    def lanes_conv(self, op: graph.Conv2dOp) -> bool:
+        """RULE TBD."""
+        _, _, kernel_h, kernel_w = shape_of(op.w)
+        return (
+            conv_lanes.applies(op.x.type, op.w.type, op.result.type, op.get("groups"))
+            and (kernel_h, kernel_w) != (1, 1)
+            and shape_of(op.result)[3] > CONV_GEMM_WIDTH
+        )
 
     def conv_gemm(self, op: graph.Conv2dOp) -> bool:
         """An f32 conv of one group whose window is 1x1 (any stride) or whose output rows are
