@@ -127,6 +127,15 @@ class _Ukernel(LLVMText):
         at = [divmod(start + k, self.out_w) for k in range(count)]
         return tuple((i - at[0][0]) * self.row + j - at[0][1] for i, j in at)
 
+    def _shifts(self) -> list[int]:
+        """Each tap's offset in the phases of a channel from the output position's own."""
+        shifts = []
+        for kh in range(self.kernel_h):
+            for kw in range(self.kernel_w):
+                (a, i), (b, j) = divmod(kh * self.dh, self.sh)[::-1], divmod(kw * self.dw, self.sw)[::-1]
+                shifts.append((a * self.sw + b) * self.length + i * self.row + j)
+        return shifts
+
     def _tile_name(self, blocks: int, channels: int, offsets: tuple[int, ...]) -> str:
         key = (blocks, channels, offsets)
         if key not in self.tiles:
@@ -139,41 +148,45 @@ class _Ukernel(LLVMText):
         window = self.kernel_h * self.kernel_w
         block_stride = self.channels * window * VECTOR
         e = self.emit
+        shifts = ", ".join(f"i64 {shift}" for shift in self._shifts())
+        self.lines.insert(0, f"{tile_name}.shifts = internal constant [{window} x i64] [{shifts}]")
         parameters = f"ptr %x, ptr %w{tile_epilogue.parameters(self.epilogue)}, ptr %out"
         self.define(f"define internal void {tile_name}({parameters}) {{")
-        e("  br label %loop")
-        e("loop:")
-        e("  %c = phi i64 [0, %entry], [%c.next, %loop]")
-        last = f"{window - 1}"
+        e("  br label %tap")
+        e("tap:")
+        e("  %u = phi i64 [0, %entry], [%u.next, %tap]")
+        e("  %t = phi i64 [0, %entry], [%t.next, %tap]")
+        e("  %x.c = phi ptr [%x, %entry], [%x.c.next, %tap]")
         sums = {(v, k): f"%acc.{v}.{k}" for v in range(blocks) for k in range(len(offsets))}
         for (v, k), acc in sums.items():
-            e(f"  {acc} = phi {VECTOR_TYPE} [zeroinitializer, %entry], [%sum.{v}.{k}.{last}, %loop]")
-        e(f"  %x.c.at = mul i64 %c, {self.sh * self.sw * self.length}")
-        e("  %x.c = getelementptr float, ptr %x, i64 %x.c.at")
-        e(f"  %w.c.at = mul i64 %c, {window * VECTOR}")
-        e("  %w.c = getelementptr float, ptr %w, i64 %w.c.at")
-        for tap in range(window):
-            kh, kw = divmod(tap, self.kernel_w)
-            (a, i), (b, j) = divmod(kh * self.dh, self.sh)[::-1], divmod(kw * self.dw, self.sw)[::-1]
-            shift = (a * self.sw + b) * self.length + i * self.row + j
-            weights = []
-            for v in range(blocks):
-                weight = f"%w.{tap}.{v}"
-                e(f"  {weight}.at = getelementptr float, ptr %w.c, i64 {v * block_stride + tap * VECTOR}")
-                e(load(weight, f"{weight}.at"))
-                weights.append(weight)
-            for k, offset in enumerate(offsets):
-                pixel = f"%x.{tap}.{k}"
-                e(f"  {pixel}.at = getelementptr float, ptr %x.c, i64 {shift + offset}")
-                e(f"  {pixel}.scalar = load float, ptr {pixel}.at, align 4")
-                self.lines += broadcast(pixel, f"{pixel}.scalar")
-                for v, weight in enumerate(weights):
-                    total = f"%sum.{v}.{k}.{tap}"
-                    e(fma(total, weight, pixel, sums[v, k]))
-                    sums[v, k] = total
-        e("  %c.next = add i64 %c, 1")
-        e(f"  %c.done = icmp eq i64 %c.next, {self.channels}")
-        e("  br i1 %c.done, label %exit, label %loop")
+            e(f"  {acc} = phi {VECTOR_TYPE} [zeroinitializer, %entry], [%sum.{v}.{k}, %tap]")
+        e(f"  %shift.at = getelementptr i64, ptr {tile_name}.shifts, i64 %t")
+        e("  %shift = load i64, ptr %shift.at, align 8")
+        e("  %x.t = getelementptr float, ptr %x.c, i64 %shift")
+        e(f"  %w.at = mul i64 %u, {VECTOR}")
+        e("  %w.t = getelementptr float, ptr %w, i64 %w.at")
+        weights = []
+        for v in range(blocks):
+            weight = f"%w.{v}"
+            e(f"  {weight}.at = getelementptr float, ptr %w.t, i64 {v * block_stride}")
+            e(load(weight, f"{weight}.at"))
+            weights.append(weight)
+        for k, offset in enumerate(offsets):
+            pixel = f"%x.{k}"
+            e(f"  {pixel}.at = getelementptr float, ptr %x.t, i64 {offset}")
+            e(f"  {pixel}.scalar = load float, ptr {pixel}.at, align 4")
+            self.lines += broadcast(pixel, f"{pixel}.scalar")
+            for v, weight in enumerate(weights):
+                e(fma(f"%sum.{v}.{k}", weight, pixel, sums[v, k]))
+                sums[v, k] = f"%sum.{v}.{k}"
+        e("  %t.step = add i64 %t, 1")
+        e(f"  %t.wraps = icmp eq i64 %t.step, {window}")
+        e("  %t.next = select i1 %t.wraps, i64 0, i64 %t.step")
+        e(f"  %x.c.step = getelementptr float, ptr %x.c, i64 {self.sh * self.sw * self.length}")
+        e("  %x.c.next = select i1 %t.wraps, ptr %x.c.step, ptr %x.c")
+        e("  %u.next = add i64 %u, 1")
+        e(f"  %u.done = icmp eq i64 %u.next, {self.channels * window}")
+        e("  br i1 %u.done, label %exit, label %tap")
         e("exit:")
         epilogue = tile_epilogue.TileEpilogue(self, self.epilogue)
         for v in range(blocks):
