@@ -8,16 +8,17 @@ past O). The name carries R and the dilations:
     func.call @graphopt_sconv_lanes_r58_d1x1_1x64x1x1x3366_4x64x3x3x16_1x64x56x56(%phases, %w_packed, %out)
         : (memref<1x64x1x1x3366xf32>, memref<4x64x3x3x16xf32>, memref<1x64x56x56xf32>) -> ()
 
-A register tile is BLOCKS vectors of 16 output channels x POSITIONS output positions, the
+A register tile is BLOCKS vectors of 16 output channels x P output positions (`positions`), the
 positions consecutive in (oh, ow) flattened, so a tile crosses output rows freely and no lane
 idles whatever the width or the stride. For each input channel and tap of the window it loads
 the BLOCKS weight vectors once and, for each position, broadcasts that position's x value and
 issues one FMA per block. After the last input channel each block is transposed in registers
 (shufflevector), so that a vector holds one output channel's positions, contiguous in NCHW
 out; the tile epilogue (`tile_epilogue.py`) runs on those vectors and each is stored under a
-mask of POSITIONS lanes. Loops (n, tile of channel blocks, super-tile of positions): a
-super-tile is lcm(POSITIONS, OW) positions, whose tiles are unrolled with their row crossings
-known, and the positions after the last super-tile are tiles unrolled after the loop.
+mask of P lanes. Loops (n, tile of channel blocks, super-tile of positions): a
+super-tile is lcm(P, OW) positions, whose tiles are unrolled with their row crossings
+known (one output row when P divides OW: a loop over its tiles), and the positions after the
+last super-tile are tiles unrolled after the loop.
 
 With an epilogue, the name carries its steps after the dilations (`_e<token>`) and the call
 passes its operands between w and out, as for the direct ukernel.
@@ -38,19 +39,36 @@ from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast
 BLOCKS = 2
 """Vectors of 16 output channels per register tile."""
 POSITIONS = 14
-"""Output positions per register tile: BLOCKS x POSITIONS accumulators and BLOCKS weight
-vectors take 30 of the 32 registers."""
-MAX_UNROLLED_TILES = 16
+"""Output positions per register tile, at most: BLOCKS x POSITIONS accumulators and BLOCKS
+weight vectors take 30 of the 32 registers (2 x 14 ran 1-4% faster than 2 x 12, 3 x 8, 4 x 6
+and 1 x 28 on ResNet-50's 3x3s and stem)."""
+FEWEST_POSITIONS = 7
+"""Output positions per register tile, at least (`positions`)."""
+MAX_UNROLLED_TILES = 12
 """Tiles of a super-tile, and tiles after the last one, written out at most (`applies`)."""
 PREFIX = "graphopt_sconv_lanes"
 
 
 def applies(x_type: Attribute, w_type: Attribute, out_type: Attribute, groups: int) -> bool:
-    """Whether a conv2d of these types can run as the ukernel: f32, one group, and at most
-    MAX_UNROLLED_TILES tiles in a super-tile."""
-    _, _, out_h, out_w = out_type.get_shape()
-    tiles = math.lcm(POSITIONS, out_w) // POSITIONS
-    return groups == 1 and tiles <= MAX_UNROLLED_TILES and all(t.get_element_type() == f32 for t in (x_type, w_type, out_type))
+    """Whether a conv2d of these types can run as the ukernel: f32, one group, and output rows
+    that a tile size tiles (`positions`)."""
+    return (
+        groups == 1
+        and positions(out_type.get_shape()[3]) is not None
+        and all(t.get_element_type() == f32 for t in (x_type, w_type, out_type))
+    )
+
+
+def positions(out_w: int) -> int | None:
+    """Output positions per tile for rows of `out_w`: the most, from POSITIONS down to
+    FEWEST_POSITIONS, that divide OW (a loop over the tiles of each row) or whose super-tile
+    lcm(P, OW) is at most MAX_UNROLLED_TILES tiles (rows of 224, 112, 56, 28, 14 and 7: 14; of 13: 13; of 27: 12; of 50: 10; of 55: 11; of 17: none); None when none is."""
+    fitting = (
+        p
+        for p in range(POSITIONS, FEWEST_POSITIONS - 1, -1)
+        if out_w % p == 0 or math.lcm(p, out_w) // p <= MAX_UNROLLED_TILES
+    )
+    return next(fitting, None)
 
 
 def packed_shape(w_shape: Sequence[int]) -> tuple[int, ...]:
@@ -204,7 +222,8 @@ class _Ukernel(LLVMText):
         epilogue = tile_epilogue.parameters(self.epilogue, "noalias ")
         self.define(f"define void @{self.name}(ptr noalias %x, ptr noalias %w{epilogue}, ptr noalias %out) {{")
         window = self.kernel_h * self.kernel_w
-        super_tile = math.lcm(POSITIONS, self.out_w)
+        size = positions(self.out_w)
+        super_tile = math.lcm(size, self.out_w)
 
         def image(n: str) -> None:
             x_n = self.pointer("%x", self.value(f"mul i64 {n}, {self.channels * self.sh * self.sw * self.length}"))
@@ -215,27 +234,32 @@ class _Ukernel(LLVMText):
                 first_channel = self.value(f"mul i64 {first_block}, {VECTOR}")
                 out_o = self.pointer(out_n, self.value(f"mul i64 {first_channel}, {self.positions}"))
 
-                def tile(rows: str, start: int, count: int) -> None:
-                    """The tile of `count` positions from `start` past output row `rows`' first."""
-                    row, column = divmod(start, self.out_w)
-                    x_at = self.value(f"add i64 {self.value(f'mul i64 {rows}, {self.row}')}, {row * self.row + column}")
+                def tile(rows: str, start: int | str, count: int) -> None:
+                    """The tile of `count` positions from `start` past output row `rows`' first
+                    (a value `start`: a column of that row, the tile inside it)."""
+                    row, column = divmod(start, self.out_w) if isinstance(start, int) else (0, start)
+                    x_row = self.value(f"add i64 {self.value(f'mul i64 {rows}, {self.row}')}, {row * self.row}")
                     at = self.value(f"add i64 {self.value(f'mul i64 {rows}, {self.out_w}')}, {start}")
                     out_tile = self.pointer(out_o, at)
                     arguments = tile_epilogue.arguments(self, self.epilogue, first_channel, out_tile)
-                    call_arguments = f"ptr {self.pointer(x_n, x_at)}, ptr {w_o}{arguments}, ptr {out_tile}"
-                    tile_name = self._tile_name(blocks, channels, self._offsets(start, count))
-                    self.emit(f"  call void {tile_name}({call_arguments})")
+                    x_tile = self.pointer(x_n, self.value(f"add i64 {x_row}, {column}"))
+                    call_arguments = f"ptr {x_tile}, ptr {w_o}{arguments}, ptr {out_tile}"
+                    offsets = self._offsets(start if isinstance(start, int) else 0, count)
+                    self.emit(f"  call void {self._tile_name(blocks, channels, offsets)}({call_arguments})")
 
                 def super_tile_at(s: str) -> None:
                     rows = self.value(f"mul i64 {s}, {super_tile // self.out_w}")
-                    for start in range(0, super_tile, POSITIONS):
-                        tile(rows, start, POSITIONS)
+                    if super_tile == self.out_w:  # tiles inside the row: one loop
+                        self.loop(self.out_w // size, lambda t: tile(rows, self.value(f"mul i64 {t}, {size}"), size))
+                    else:
+                        for start in range(0, super_tile, size):
+                            tile(rows, start, size)
 
                 full = self.positions // super_tile
                 self.loop(full, super_tile_at)
                 rest = self.positions - full * super_tile
-                for start in range(0, rest, POSITIONS):
-                    tile(str(full * super_tile // self.out_w), start, min(POSITIONS, rest - start))
+                for start in range(0, rest, size):
+                    tile(str(full * super_tile // self.out_w), start, min(size, rest - start))
 
             tile_channels = BLOCKS * VECTOR
             full_tiles = self.out_channels // tile_channels

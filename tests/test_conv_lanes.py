@@ -38,6 +38,11 @@ def lanes_calls(module) -> list[func.CallOp]:
     return [op for op in calls if op.callee.string_value().startswith(f"{conv_lanes.PREFIX}_")]
 
 
+def test_tiles_fit_the_rows():
+    assert [conv_lanes.positions(w) for w in (224, 112, 56, 28, 14, 7, 1)] == [14] * 7
+    assert [conv_lanes.positions(w) for w in (13, 27, 50, 55, 17)] == [13, 12, 10, 11, None]
+
+
 def test_pack_puts_16_output_channels_last_and_pads_with_zeros():
     w = sample((19, 3, 2, 5), specials=False)
     packed = conv_lanes.pack(w)
@@ -65,6 +70,9 @@ CONVOLUTIONS = [
     ((1, 24, 5, 6), (33, 24, 1, 1), (1, 1), (1, 1), (0, 0, 0, 0)),
     # 50 positions of rows of 10: 3 tiles and a rest of 8
     ((1, 9, 5, 10), (16, 9, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    # rows of 28: a loop over 2 tiles of 14 in each row; rows of 27: tiles of 12 (`positions`)
+    ((2, 4, 4, 28), (32, 4, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    ((1, 5, 6, 29), (16, 5, 3, 3), (1, 1), (1, 1), (0, 0, 0, 0)),
 ]
 
 
@@ -111,8 +119,9 @@ def test_one_image_splits_by_blocks_of_output_channels(monkeypatch, tail):
 
 
 def test_rows_whose_super_tile_is_too_long_keep_the_other_ukernels():
-    """Rows of 50 outputs: lcm(14, 50) / 14 = 25 tiles to write out, over MAX_UNROLLED_TILES."""
-    assert lanes_calls(conv_layer((1, 8, 3, 52), sample((16, 8, 3, 3), specials=False))) == []
+    """Rows of 17 outputs: no tile of 7 to 14 positions divides them, and every super-tile
+    lcm(P, 17) is 17 tiles, over MAX_UNROLLED_TILES."""
+    assert lanes_calls(conv_layer((1, 8, 3, 19), sample((16, 8, 3, 3), specials=False))) == []
 
 
 def test_schedule_takes_windows_above_1x1_with_full_blocks_of_output_channels():
