@@ -128,7 +128,11 @@ class _Ukernel(LLVMText):
         self.name = name_
         self.row, (self.dh, self.dw), self.epilogue = direct_conv.parameters(name_)
         phases, w, out = (types[0].get_shape(), types[1].get_shape(), types[-1].get_shape())
-        self.batch, self.channels, self.sh, self.sw, self.length = phases
+        if len(phases) == 4:  # x itself: a 1x1 of stride 1 without padding
+            self.batch, self.channels, height, width = phases
+            self.sh, self.sw, self.length = 1, 1, height * width
+        else:
+            self.batch, self.channels, self.sh, self.sw, self.length = phases
         self.blocks, _, self.kernel_h, self.kernel_w, _ = w
         _, self.out_channels, self.out_h, self.out_w = out
         self.positions = self.out_h * self.out_w

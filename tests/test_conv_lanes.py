@@ -67,7 +67,8 @@ CONVOLUTIONS = [
     # 7 output positions (one partial tile), 1 position, 1x1 window
     ((1, 32, 7, 3), (48, 32, 3, 3), (1, 1), (1, 1), (0, 0, 0, 0)),
     ((2, 20, 3, 3), (16, 20, 3, 3), (1, 1), (1, 1), (0, 0, 0, 0)),
-    ((1, 24, 5, 6), (33, 24, 1, 1), (1, 1), (1, 1), (0, 0, 0, 0)),
+    ((1, 24, 5, 6), (33, 24, 1, 1), (1, 1), (1, 1), (0, 0, 0, 0)),  # x read in place
+    ((2, 24, 5, 6), (16, 24, 1, 1), (2, 2), (1, 1), (0, 0, 0, 0)),
     # 50 positions of rows of 10: 3 tiles and a rest of 8
     ((1, 9, 5, 10), (16, 9, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
     # rows of 28: a loop over 2 tiles of 14 in each row; rows of 27: tiles of 12 (`positions`)
@@ -124,7 +125,7 @@ def test_rows_whose_super_tile_is_too_long_keep_the_other_ukernels():
     assert lanes_calls(conv_layer((1, 8, 3, 19), sample((16, 8, 3, 3), specials=False))) == []
 
 
-def test_schedule_takes_windows_above_1x1_with_full_blocks_of_output_channels():
+def test_schedule_takes_full_blocks_of_output_channels_and_small_1x1s():
     def taken(x_shape, w_shape, strides=(1, 1), groups=1):
         module = conv_layer(x_shape, sample(w_shape, specials=False), strides, groups=groups)
         (conv,) = (op for op in module.walk() if isinstance(op, graph.Conv2dOp))
@@ -133,7 +134,9 @@ def test_schedule_takes_windows_above_1x1_with_full_blocks_of_output_channels():
     assert taken((1, 64, 58, 58), (64, 64, 3, 3))
     assert taken((1, 3, 229, 229), (64, 3, 7, 7), strides=(2, 2))
     assert taken((1, 512, 9, 9), (512, 512, 3, 3))
-    assert not taken((1, 64, 56, 56), (256, 64, 1, 1))  # 1x1: the GEMM reads x in place
+    assert taken((1, 1024, 14, 14), (256, 1024, 1, 1))  # x read in place
+    assert taken((1, 512, 14, 14), (1024, 512, 1, 1), strides=(2, 2))
+    assert not taken((1, 64, 56, 56), (256, 64, 1, 1))  # 1x1s at 56 and 28: the GEMM
     assert not taken((1, 3, 58, 58), (24, 3, 3, 3))  # 24 output channels: 8 idle lanes
     assert not taken((1, 32, 10, 10), (32, 16, 3, 3), groups=2)
 
@@ -145,3 +148,11 @@ def test_runtime_weights_keep_the_direct_ukernel():
     module = conv_layer(x_shape, w, padding=(1, 1, 1, 1), w_is_input=True)
     assert lanes_calls(module) == []
     check_compiled(module, sample(x_shape), w)
+
+
+def test_1x1_of_stride_1_reads_x_in_place():
+    x_shape = (2, 32, 7, 9)
+    module = conv_layer(x_shape, sample((16, 32, 1, 1), specials=False))
+    (call,) = lanes_calls(module)
+    assert call.arguments[0].type.get_shape() == x_shape
+    check_compiled(module, sample(x_shape), threads=2)

@@ -82,7 +82,7 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
         kernel.builder.insert(ukernels.call(name, operands))
         return bool(epilogue)
     if op in kernel.lanes_weights:
-        phases, row = _conv_phases(kernel, op)
+        phases, row = (kernel.materialize(op.x), shape_of(op.x)[3]) if _reads_x_in_place(op) else _conv_phases(kernel, op)
         epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
         operands = [phases, kernel.lanes_weights[op], *epilogue_operands, out]
         name = conv_lanes.name([v.type for v in operands], row, op.get("dilations"), epilogue)
@@ -133,6 +133,12 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
     return False
 
 
+def _reads_x_in_place(op: graph.Conv2dOp) -> bool:
+    """Whether the conv is a 1x1 of stride 1 without padding: x is its own stride phase."""
+    _, _, height, width = shape_of(op.x)
+    return (*shape_of(op.w)[2:], *op.get("strides"), *shape_of(op.result)[2:]) == (1, 1, 1, 1, height, width)
+
+
 def _gemm_b(kernel: Kernel, op: graph.Conv2dOp) -> SSAValue:
     """The b of each image of a conv run as a GEMM: x itself ([C, H * W] per image) for a 1x1 of
     stride 1 without padding; else an im2col buffer [N, C, KH, KW, OH, OW] ([C * KH * KW, OH * OW]
@@ -141,11 +147,11 @@ def _gemm_b(kernel: Kernel, op: graph.Conv2dOp) -> SSAValue:
         b[n, c, kh, kw, oh, ow] = padded x[n, c, oh * sh + kh * dh, ow * sw + kw * dw],
 
     copied from x, or from its zero-padded copy (`padded_copy`) when the conv pads."""
-    batch, channels, height, width = shape_of(op.x)
+    batch, channels, _, _ = shape_of(op.x)
     _, _, kernel_h, kernel_w = shape_of(op.w)
     _, _, out_h, out_w = shape_of(op.result)
     (sh, sw), (dh, dw), padding = op.get("strides"), op.get("dilations"), op.get("padding")
-    if (kernel_h, kernel_w, sh, sw, out_h, out_w) == (1, 1, 1, 1, height, width):
+    if _reads_x_in_place(op):
         return kernel.materialize(op.x)
     source = padded_copy(kernel, op.x, padding, 0) if any(padding) else kernel.materialize(op.x)
     columns = kernel.temporary((batch, channels, kernel_h, kernel_w, out_h, out_w), element_of(op.x))

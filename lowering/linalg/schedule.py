@@ -49,6 +49,11 @@ CONV_GEMM_WIDTH = 8
 (`CpuSchedule.conv_gemm`): the direct ukernel's vectors of 16 columns then hold at most 8."""
 
 
+LANES_1X1_POSITIONS = 14 * 14
+"""Output positions up to which a 1x1 conv runs as `conv_lanes` rather than the conv GEMM
+(`CpuSchedule.lanes_conv`)."""
+
+
 class PlainSchedule:
     """Plain loop nests, one output each: no blocking, no ukernels, NaN-propagating row max."""
 
@@ -145,30 +150,38 @@ class CpuSchedule(PlainSchedule):
         return direct_conv.applies(op.x.type, op.w.type, op.result.type)
 
     def lanes_conv(self, op: graph.Conv2dOp) -> bool:
-        """An f32 conv of one group whose window is larger than 1x1, whose output channels fill
-        the ukernel's vectors (a multiple of 16) and whose rows the ukernel tiles
-        (`conv_lanes.applies`); it goes before `conv_gemm` and the direct ukernel
-        (benchmarks/conv_lanes.py, conv + bias + relu, batch 1 unless said, 1 thread,
-        interleaved, time of the direct ukernel / lanes, of the conv GEMM / lanes, 2026-11-25):
+        """An f32 conv of one group whose output channels fill the ukernel's vectors (a multiple
+        of 16) and whose rows its tiles fit (`conv_lanes.applies`), with a window larger than
+        1x1 or at most LANES_1X1_POSITIONS output positions; it goes before `conv_gemm` and the
+        direct ukernel (benchmarks/conv_lanes.py, conv + bias + relu, batch 1 unless said, 1
+        thread, interleaved, time of the direct ukernel / lanes and of the conv GEMM / lanes,
+        2026-11-25):
 
         - ResNet-50's 3x3s at 56, 28, 14 (64, 128, 256 channels): 253-261 GFLOP/s, 1.13-1.22x
           and 1.07-1.16x; at 7 (512): 255 GFLOP/s, 2.36x and 1.17x; Inception-v2's 64->192 at
           56: 1.22x and 1.05x; 96, 160 and 320 channels at 28, 14, 7: 1.12-2.34x and 1.08-1.22x;
+          SqueezeNet's at 55, 27, 13 (tiles of 11, 12, 13 positions): 245-260 GFLOP/s,
+          1.15-1.25x and 1.09-1.10x;
         - the 3->64 7x7/2 stem at 224: 236-240 GFLOP/s, 1.23x and 1.14-1.17x;
         - stride 2 (128 at 56, 256 at 28, 64 at 56): 1.15-1.20x and 1.00-1.20x;
         - 2 threads (each chunk 32 output channels): 1.13-1.20x and 1.14-1.40x on the 3x3s above;
         - few channels: 32->32 at 28 1.11x, 1.27x; 16->48 at 56 1.10x, 1.11x; 16->16 at 56 0.98x,
           1.15x; 3->32 at 224 stride 2 and at 56 1.00x, 1.00x; 8 images of 64 at 7x7: 2.30x,
           1.31x; 64 images of 8->16 5x5 at 14: 1.22x, 1.32x; outputs of 1x1, 7x1: 2.9-3.4x;
-        - not taken: 1x1s (the GEMM reads x in place, lanes a copy: GEMM / lanes 0.90x and 0.95x
-          at 56 and 28, 1.08x at 14) and output channels not a multiple of 16 (the last block's
-          lanes idle: 3->24 at 56, direct / lanes 0.81x; 64->40 at 50x50, GEMM / lanes 0.93x).
+        - 1x1s (x read in place at stride 1, its stride phases at 2) with 14x14 or 7x7 outputs:
+          GEMM / lanes 1.07-1.15x at stride 1, 1.02-1.06x at stride 2; with 28x28 and 56x56
+          outputs the GEMM stays (0.91-0.99x at stride 1, 0.78x for 256->512 /2 at 56, whose
+          four stride phases lanes copies);
+        - not taken either: output channels not a multiple of 16 (the last block's lanes idle:
+          3->24 at 56, direct / lanes 0.81x; 64->40 at 50x50, GEMM / lanes 0.93x); VGG's
+          64->64 at 224 runs at about 115 GFLOP/s both ways (direct / lanes 0.97x).
         """
         _, _, kernel_h, kernel_w = shape_of(op.w)
+        _, _, out_h, out_w = shape_of(op.result)
         return (
             conv_lanes.applies(op.x.type, op.w.type, op.result.type, op.get("groups"))
-            and (kernel_h, kernel_w) != (1, 1)
             and shape_of(op.w)[0] % VECTOR == 0
+            and ((kernel_h, kernel_w) != (1, 1) or out_h * out_w <= LANES_1X1_POSITIONS)
         )
 
     def conv_gemm(self, op: graph.Conv2dOp) -> bool:
