@@ -49,9 +49,9 @@ CONV_GEMM_WIDTH = 8
 (`CpuSchedule.conv_gemm`): the direct ukernel's vectors of 16 columns then hold at most 8."""
 
 
-LANES_1X1_POSITIONS = 14 * 14
-"""Output positions up to which a 1x1 conv runs as `conv_lanes` rather than the conv GEMM
-(`CpuSchedule.lanes_conv`)."""
+LANES_1X1_POSITIONS = range(7 * 7 + 1, 14 * 14 + 1)
+"""Output positions of the 1x1 convs that run as `conv_lanes` rather than the conv GEMM
+(`CpuSchedule.lanes_conv`): more than 7x7, at most 14x14."""
 
 
 class PlainSchedule:
@@ -152,7 +152,7 @@ class CpuSchedule(PlainSchedule):
     def lanes_conv(self, op: graph.Conv2dOp) -> bool:
         """An f32 conv of one group whose output channels fill the ukernel's vectors (a multiple
         of 16) and whose rows its tiles fit (`conv_lanes.applies`), with a window larger than
-        1x1 or at most LANES_1X1_POSITIONS output positions; it goes before `conv_gemm` and the
+        1x1 or LANES_1X1_POSITIONS output positions; it goes before `conv_gemm` and the
         direct ukernel (benchmarks/conv_lanes.py, conv + bias + relu, batch 1 unless said, 1
         thread, interleaved, time of the direct ukernel / lanes and of the conv GEMM / lanes,
         2026-11-25):
@@ -168,10 +168,12 @@ class CpuSchedule(PlainSchedule):
         - few channels: 32->32 at 28 1.11x, 1.27x; 16->48 at 56 1.10x, 1.11x; 16->16 at 56 0.98x,
           1.15x; 3->32 at 224 stride 2 and at 56 1.00x, 1.00x; 8 images of 64 at 7x7: 2.30x,
           1.31x; 64 images of 8->16 5x5 at 14: 1.22x, 1.32x; outputs of 1x1, 7x1: 2.9-3.4x;
-        - 1x1s (x read in place at stride 1, its stride phases at 2) with 14x14 or 7x7 outputs:
-          GEMM / lanes 1.07-1.15x at stride 1, 1.02-1.06x at stride 2; with 28x28 and 56x56
-          outputs the GEMM stays (0.91-0.99x at stride 1, 0.78x for 256->512 /2 at 56, whose
-          four stride phases lanes copies);
+        - 1x1s (x read in place at stride 1, its stride phases at 2) with 14x14 outputs: GEMM /
+          lanes 1.07-1.14x at stride 1, 1.06x at stride 2; inside ResNet-50 and Inception-v2
+          (`Executable.profile`, interleaved) 1.09-1.16x. With 28x28 and 56x56 outputs the GEMM
+          stays (0.91-0.99x at stride 1, 0.78x for 256->512 /2 at 56, whose four stride phases
+          lanes copies), and with 7x7 outputs: 1.02-1.15x alone, but 0.85-0.93x inside the
+          models, where w (0.5-4 MB, 49 outputs per weight) comes from memory;
         - not taken either: output channels not a multiple of 16 (the last block's lanes idle:
           3->24 at 56, direct / lanes 0.81x; 64->40 at 50x50, GEMM / lanes 0.93x); VGG's
           64->64 at 224 runs at about 115 GFLOP/s both ways (direct / lanes 0.97x).
@@ -181,7 +183,7 @@ class CpuSchedule(PlainSchedule):
         return (
             conv_lanes.applies(op.x.type, op.w.type, op.result.type, op.get("groups"))
             and shape_of(op.w)[0] % VECTOR == 0
-            and ((kernel_h, kernel_w) != (1, 1) or out_h * out_w <= LANES_1X1_POSITIONS)
+            and ((kernel_h, kernel_w) != (1, 1) or out_h * out_w in LANES_1X1_POSITIONS)
         )
 
     def conv_gemm(self, op: graph.Conv2dOp) -> bool:
