@@ -164,7 +164,8 @@ class CpuSchedule(PlainSchedule):
           1.15-1.25x and 1.09-1.10x;
         - the 3->64 7x7/2 stem at 224: 236-240 GFLOP/s, 1.23x and 1.14-1.17x;
         - stride 2 (128 at 56, 256 at 28, 64 at 56): 1.15-1.20x and 1.00-1.20x;
-        - 2 threads (each chunk 32 output channels): 1.13-1.20x and 1.14-1.40x on the 3x3s above;
+        - 2 threads (each chunk 32 output channels): 1.13-1.20x and 1.14-1.40x on the 3x3s at 56,
+          28, 14; 2.43x and 1.22x at 7;
         - few channels: 32->32 at 28 1.11x, 1.27x; 16->48 at 56 1.10x, 1.11x; 16->16 at 56 0.98x,
           1.15x; 3->32 at 224 stride 2 and at 56 1.00x, 1.00x; 8 images of 64 at 7x7: 2.30x,
           1.31x; 64 images of 8->16 5x5 at 14: 1.22x, 1.32x; outputs of 1x1, 7x1: 2.9-3.4x;
