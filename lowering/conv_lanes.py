@@ -45,7 +45,7 @@ and 1 x 28 on ResNet-50's 3x3s and stem)."""
 FEWEST_POSITIONS = 7
 """Output positions per register tile, at least (`positions`)."""
 MAX_UNROLLED_TILES = 12
-"""Tiles of a super-tile, and tiles after the last one, written out at most (`applies`)."""
+"""Tiles of a super-tile, and tiles after the last one, written out at most (`positions`)."""
 PREFIX = "graphopt_sconv_lanes"
 
 
@@ -62,7 +62,8 @@ def applies(x_type: Attribute, w_type: Attribute, out_type: Attribute, groups: i
 def positions(out_w: int) -> int | None:
     """Output positions per tile for rows of `out_w`: the most, from POSITIONS down to
     FEWEST_POSITIONS, that divide OW (a loop over the tiles of each row) or whose super-tile
-    lcm(P, OW) is at most MAX_UNROLLED_TILES tiles (rows of 224, 112, 56, 28, 14 and 7: 14; of 13: 13; of 27: 12; of 50: 10; of 55: 11; of 17: none); None when none is."""
+    lcm(P, OW) is at most MAX_UNROLLED_TILES tiles (rows of 224, 112, 56, 28, 14 and 7: 14; of
+    13: 13; of 27: 12; of 50: 10; of 55: 11); None when none is (rows of 17)."""
     fitting = (
         p
         for p in range(POSITIONS, FEWEST_POSITIONS - 1, -1)
@@ -72,6 +73,7 @@ def positions(out_w: int) -> int | None:
 
 
 def packed_shape(w_shape: Sequence[int]) -> tuple[int, ...]:
+    """The shape of w [O, C, KH, KW] packed (`pack`)."""
     out_channels, channels, kernel_h, kernel_w = w_shape
     return (-(-out_channels // VECTOR), channels, kernel_h, kernel_w, VECTOR)
 
@@ -133,12 +135,14 @@ class _Ukernel(LLVMText):
             self.sh, self.sw, self.length = 1, 1, height * width
         else:
             self.batch, self.channels, self.sh, self.sw, self.length = phases
-        self.blocks, _, self.kernel_h, self.kernel_w, _ = w
+        _, _, self.kernel_h, self.kernel_w, _ = w
         _, self.out_channels, self.out_h, self.out_w = out
         self.positions = self.out_h * self.out_w
         self.tiles: dict[tuple[int, int, tuple[int, ...]], str] = {}
 
     def text(self) -> str:
+        shifts = self._shifts()
+        self.emit(f"@{self.name}.shifts = internal constant [{len(shifts)} x i64] [{', '.join(f'i64 {s}' for s in shifts)}]")
         self._main()
         for (blocks, channels, offsets), tile_name in list(self.tiles.items()):
             self._tile(tile_name, blocks, channels, offsets)
@@ -150,7 +154,9 @@ class _Ukernel(LLVMText):
         return tuple((i - at[0][0]) * self.row + j - at[0][1] for i, j in at)
 
     def _shifts(self) -> list[int]:
-        """Each tap's offset in the phases of a channel from the output position's own."""
+        """Each tap's offset in the phases of a channel from the output position's own (a table
+        the tiles index in their loop over (input channel, tap): taps written out, LLVM shares the
+        broadcasts of neighbouring taps and spills the accumulators)."""
         shifts = []
         for kh in range(self.kernel_h):
             for kw in range(self.kernel_w):
@@ -170,8 +176,6 @@ class _Ukernel(LLVMText):
         window = self.kernel_h * self.kernel_w
         block_stride = self.channels * window * VECTOR
         e = self.emit
-        shifts = ", ".join(f"i64 {shift}" for shift in self._shifts())
-        self.lines.insert(0, f"{tile_name}.shifts = internal constant [{window} x i64] [{shifts}]")
         parameters = f"ptr %x, ptr %w{tile_epilogue.parameters(self.epilogue)}, ptr %out"
         self.define(f"define internal void {tile_name}({parameters}) {{")
         e("  br label %tap")
@@ -182,7 +186,7 @@ class _Ukernel(LLVMText):
         sums = {(v, k): f"%acc.{v}.{k}" for v in range(blocks) for k in range(len(offsets))}
         for (v, k), acc in sums.items():
             e(f"  {acc} = phi {VECTOR_TYPE} [zeroinitializer, %entry], [%sum.{v}.{k}, %tap]")
-        e(f"  %shift.at = getelementptr i64, ptr {tile_name}.shifts, i64 %t")
+        e(f"  %shift.at = getelementptr i64, ptr @{self.name}.shifts, i64 %t")
         e("  %shift = load i64, ptr %shift.at, align 8")
         e("  %x.t = getelementptr float, ptr %x.c, i64 %shift")
         e(f"  %w.at = mul i64 %u, {VECTOR}")
