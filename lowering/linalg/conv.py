@@ -1,5 +1,6 @@
-"""conv2d over a stride-phase copy of its padded x, the direct convolution ukernel, the depthwise one on x,
-or the packed GEMM ukernel with b row-major (x itself, or an im2col copy of it).
+"""conv2d over a stride-phase copy of its padded x, the direct convolution ukernel, the one with output
+channels on the lanes, the depthwise one on x, or the packed GEMM ukernel with b row-major (x
+itself, or an im2col copy of it).
 """
 
 from __future__ import annotations
@@ -63,7 +64,10 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
     `direct_conv.SLACK` floats more), which keeps its output tiles in registers; one that the
     schedule runs as a GEMM (`schedule.conv_gemm`) calls the packed GEMM ukernel with b
     row-major (`packed_gemm.ROW_MAJOR`), one GEMM per image: out[n] as [O, OH * OW] = w as
-    [O, C * KH * KW] @ b[n] (`_gemm_b`). All three apply the group's elementwise tail to the
+    [O, C * KH * KW] @ b[n] (`_gemm_b`); one that the schedule runs with output channels on the
+    lanes (`schedule.lanes_convs`: its w a constant) calls `conv_lanes` on the phases (x itself
+    for a 1x1 of stride 1 without padding) and on w packed at compile time (`Kernel.lanes_weights`).
+    All four apply the group's elementwise tail to the
     output vectors when the schedule takes it as a tile epilogue (then the call writes the
     group's result, and this returns True). Otherwise the
     innermost loop runs over all output rows at once, contiguous in x and in a flat accumulator:
