@@ -60,6 +60,8 @@ CONVOLUTIONS = [
     ((3, 8, 9, 10), (19, 8, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
     # 40 channels: a tile of 2 blocks, then one of 8 channels; stride 2, odd padding
     ((1, 12, 15, 21), (40, 12, 3, 3), (2, 2), (1, 1), (0, 1, 1, 0)),
+    # one input channel (the schedule gives it to the depthwise ukernel)
+    ((1, 1, 12, 13), (16, 1, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
     # a stem: 3 input channels, 7x7 stride 2
     ((1, 3, 23, 23), (16, 3, 7, 7), (2, 2), (1, 1), (3, 3, 3, 3)),
     # dilations, taps in other stride phases, strides (2, 1)
@@ -140,6 +142,7 @@ def test_schedule_takes_full_blocks_of_output_channels_and_small_1x1s():
     assert not taken((1, 2048, 7, 7), (512, 2048, 1, 1))
     assert not taken((1, 3, 58, 58), (24, 3, 3, 3))  # 24 output channels: 8 idle lanes
     assert not taken((1, 32, 10, 10), (32, 16, 3, 3), groups=2)
+    assert not taken((1, 1, 28, 28), (16, 1, 3, 3))  # one input channel: the depthwise ukernel
 
 
 def test_runtime_weights_keep_the_direct_ukernel():

@@ -78,18 +78,18 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
       output channels, so LLVM keeps their weights in registers and vectorizes p;
     - out[n, o, oh, ow] = acc[n, o, oh * R + ow].
     """
-    if kernel.schedule.depthwise_conv(op):
-        epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
-        operands = [kernel.materialize(op.x), kernel.materialize(op.w), *epilogue_operands, out]
-        attributes = (op.get(key) for key in ("strides", "dilations", "padding"))
-        name = depthwise_conv.name([v.type for v in operands], *attributes, epilogue)
-        kernel.builder.insert(ukernels.call(name, operands))
-        return bool(epilogue)
     if op in kernel.lanes_weights:
         phases, row = (kernel.materialize(op.x), shape_of(op.x)[3]) if _reads_x_in_place(op) else _conv_phases(kernel, op)
         epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
         operands = [phases, kernel.lanes_weights[op], *epilogue_operands, out]
         name = conv_lanes.name([v.type for v in operands], row, op.get("dilations"), epilogue)
+        kernel.builder.insert(ukernels.call(name, operands))
+        return bool(epilogue)
+    if kernel.schedule.depthwise_conv(op):
+        epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
+        operands = [kernel.materialize(op.x), kernel.materialize(op.w), *epilogue_operands, out]
+        attributes = (op.get(key) for key in ("strides", "dilations", "padding"))
+        name = depthwise_conv.name([v.type for v in operands], *attributes, epilogue)
         kernel.builder.insert(ukernels.call(name, operands))
         return bool(epilogue)
     if kernel.schedule.conv_gemm(op):

@@ -176,13 +176,14 @@ class CpuSchedule(PlainSchedule):
           lanes copies), and with 7x7 outputs: 1.02-1.15x alone, but 0.85-0.93x inside the
           models, where w (0.5-4 MB, 49 outputs per weight) comes from memory;
         - not taken either: output channels not a multiple of 16 (the last block's lanes idle:
-          3->24 at 56, direct / lanes 0.81x; 64->40 at 50x50, GEMM / lanes 0.93x); VGG's
-          64->64 at 224 runs at about 115 GFLOP/s both ways (direct / lanes 0.97x).
-        """
+          3->24 at 56, direct / lanes 0.81x; 64->40 at 50x50, GEMM / lanes 0.93x) and convs of
+          one input channel (the depthwise ukernel's). VGG's 64->64 at 224 runs at about 115
+          GFLOP/s both ways (direct / lanes 0.97x)."""
         _, _, kernel_h, kernel_w = shape_of(op.w)
         _, _, out_h, out_w = shape_of(op.result)
         return (
             conv_lanes.applies(op.x.type, op.w.type, op.result.type, op.get("groups"))
+            and not self.depthwise_conv(op)
             and shape_of(op.w)[0] % VECTOR == 0
             and ((kernel_h, kernel_w) != (1, 1) or out_h * out_w in LANES_1X1_POSITIONS)
         )
