@@ -36,10 +36,11 @@ layer_norm) keep row statistics in row-sized buffers. On the CPU, some ops call 
 (`packed_gemm.py`) on b's panels, packed here and passed as a constant argument after the
 others (an f32 matmul with b computed or an input, on b's panels packed at run time into a
 temporary, `linalg/matmul.py`, calling `batched_gemm.py` per batch matrix); an f32 depthwise conv2d calls the depthwise convolution ukernel (`depthwise_conv.py`)
-on x, and an f32 conv2d with a deep window per group the direct convolution ukernel
-(`direct_conv.py`) on the stride-phase copy of x; an f32 pool calls the pooling ukernel
-(`pooling.py`) on x, and a sum over short planes (a global average pool) the row-sum ukernel
-(`row_sums.py`). What cannot be lowered raises
+on x, an f32 conv2d with a constant w that the schedule runs with output channels on the lanes
+the `conv_lanes.py` ukernel on w packed here (a constant argument), and the other f32 conv2ds
+the direct convolution ukernel (`direct_conv.py`) or the packed GEMM on the stride-phase copy of x;
+an f32 pool calls the pooling ukernel (`pooling.py`) on x, and a sum over short planes (a global
+average pool) the row-sum ukernel (`row_sums.py`). What cannot be lowered raises
 `Unsupported`; `supports(op)` returns its reason.
 """
 

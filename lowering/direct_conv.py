@@ -62,23 +62,28 @@ def applies(x_type: Attribute, w_type: Attribute, out_type: Attribute) -> bool:
 
 
 def name(
-    types: Sequence[MemRefType], row: int, dilations: Sequence[int], epilogue: Sequence[tile_epilogue.Step] = ()
+    types: Sequence[MemRefType],
+    row: int,
+    dilations: Sequence[int],
+    epilogue: Sequence[tile_epilogue.Step] = (),
+    prefix: str = PREFIX,
 ) -> str:
     """The ukernel's name for a call on memrefs (phases, w, epilogue operands..., out) with rows
-    of `row` floats, applying `epilogue` before each store."""
+    of `row` floats, applying `epilogue` before each store (`prefix`: a conv ukernel on the
+    phases, this one or `conv_lanes`)."""
     shapes = "_".join("x".join(map(str, t.get_shape())) for t in types)
     steps = f"_e{tile_epilogue.token(epilogue)}" if epilogue else ""
-    return f"{PREFIX}_r{row}_d{dilations[0]}x{dilations[1]}{steps}_{shapes}"
+    return f"{prefix}_r{row}_d{dilations[0]}x{dilations[1]}{steps}_{shapes}"
 
 
 def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
     """The name of the ukernel `name_` called on memrefs of other sizes (a chunk of its images)."""
-    return name(types, *_parameters(name_))
+    return name(types, *parameters(name_))
 
 
-def _parameters(name_: str) -> tuple[int, tuple[int, int], tuple[tile_epilogue.Step, ...]]:
-    """The row length, the dilations and the epilogue steps in a ukernel's name."""
-    match = re.match(rf"{PREFIX}_r(\d+)_d(\d+)x(\d+)(?:_e([a-zA-Z0-9.]+))?_", name_)
+def parameters(name_: str) -> tuple[int, tuple[int, int], tuple[tile_epilogue.Step, ...]]:
+    """The row length, the dilations and the epilogue steps in the name of a ukernel on the phases (`name`)."""
+    match = re.match(r"[a-z_]+?_r(\d+)_d(\d+)x(\d+)(?:_e([a-zA-Z0-9.]+))?_", name_)
     return int(match[1]), (int(match[2]), int(match[3])), tile_epilogue.parse(match[4]) if match[4] else ()
 
 
@@ -91,7 +96,7 @@ class _Ukernel(LLVMText):
     def __init__(self, name_: str, types: Sequence[MemRefType]):
         super().__init__()
         self.name = name_
-        self.row, (self.dh, self.dw), self.epilogue = _parameters(name_)
+        self.row, (self.dh, self.dw), self.epilogue = parameters(name_)
         phases, w, out = (types[0].get_shape(), types[1].get_shape(), types[-1].get_shape())
         self.batch, in_channels, self.sh, self.sw, self.length = phases
         self.out_channels, self.channels, self.kernel_h, self.kernel_w = w  # channels of a group

@@ -4,7 +4,9 @@ The lowering gives such a kernel an argument for b's packed panels that names b
 (`graph.pack_panels`); this pass packs b (`packed_gemm.pack_panels`) into the argument's
 constant value (`graph.constant`), as the runtime passes it. Packing happens here, once per
 weight while the weight lives, and not when a backend lowers a group only to see whether it
-can (a 768x3072 b takes about 10 ms to pack).
+can (a 768x3072 b takes about 10 ms to pack). The weights of a conv run as `conv_lanes` are
+packed by the lowering itself (`packed_conv_weights`, a transpose: about 2 ms for 256x256x3x3),
+once per weight too.
 
     func.func @matmul_0(%a: memref<2x3xf32>, %p: memref<240xf32> {graph.pack_panels = dense<...> : tensor<3x70xf32>}, ...)
 
@@ -16,25 +18,40 @@ becomes
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, DictionaryAttr, ModuleOp
 from xdsl.passes import ModulePass
 
 from graphopt.dialects.attributes import dense_from_numpy, dense_to_numpy
-from graphopt.lowering import packed_gemm
+from graphopt.lowering import conv_lanes, packed_gemm
 from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR, PACK_ARG_ATTR
 
-_PACKED: weakref.WeakKeyDictionary[DenseIntOrFPElementsAttr, DenseIntOrFPElementsAttr] = weakref.WeakKeyDictionary()
+_PACKED: weakref.WeakKeyDictionary[DenseIntOrFPElementsAttr, dict[Callable, DenseIntOrFPElementsAttr]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _packed_once(weight: DenseIntOrFPElementsAttr, pack: Callable[[np.ndarray], np.ndarray]) -> DenseIntOrFPElementsAttr:
+    """`pack` of a constant weight, packed once while the weight lives."""
+    packings = _PACKED.setdefault(weight, {})
+    if pack not in packings:
+        packings[pack] = dense_from_numpy(pack(dense_to_numpy(weight)))
+    return packings[pack]
 
 
 def packed_panels(b: DenseIntOrFPElementsAttr) -> DenseIntOrFPElementsAttr:
-    """`packed_gemm.pack_panels` of constant b, packed once while b lives."""
-    if b not in _PACKED:
-        _PACKED[b] = dense_from_numpy(packed_gemm.pack_panels(dense_to_numpy(b)))
-    return _PACKED[b]
+    """`packed_gemm.pack_panels` of constant b."""
+    return _packed_once(b, packed_gemm.pack_panels)
+
+
+def packed_conv_weights(w: DenseIntOrFPElementsAttr) -> DenseIntOrFPElementsAttr:
+    """`conv_lanes.pack` of a conv's constant w."""
+    return _packed_once(w, conv_lanes.pack)
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,10 @@ the callee's kind writes from its name and argument types:
 
 Kinds, by the prefix of their names: the packed GEMM (`packed_gemm.py`; its row-major-b
 variant runs convolutions, called as they are), the batched packed GEMM on panels packed at
-run time (`batched_gemm.py`), the direct convolution (`direct_conv.py`), the depthwise
-convolution (`depthwise_conv.py`), the pools (`pooling.py`) and the sums over planes
-(`row_sums.py`), the last two called on (x, out) alone.
+run time (`batched_gemm.py`), the direct convolution (`direct_conv.py`), the convolution with
+output channels on the lanes (`conv_lanes.py`), the depthwise convolution (`depthwise_conv.py`),
+the pools (`pooling.py`) and the sums over planes (`row_sums.py`), the last two called on
+(x, out) alone.
 
 A convolution of one image has one row; it runs by blocks of output channels instead
 (`channel_units`, `row_split.channel_split`): a chunk calls the ukernel for its channels,
@@ -36,7 +37,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, UnitAttr
 from xdsl.ir import SSAValue
 
-from graphopt.lowering import batched_gemm, depthwise_conv, direct_conv, packed_gemm, pooling, row_sums
+from graphopt.lowering import batched_gemm, conv_lanes, depthwise_conv, direct_conv, packed_gemm, pooling, row_sums
 
 UKERNEL_ATTR = "graph.ukernel"
 """Marks a declaration (`func.func private`) whose body the JIT generates (`ukernel_ir`)."""
@@ -46,6 +47,7 @@ _KINDS = {
     packed_gemm.ROW_MAJOR_PREFIX: packed_gemm,
     batched_gemm.PREFIX: batched_gemm,
     direct_conv.PREFIX: direct_conv,
+    conv_lanes.PREFIX: conv_lanes,
     depthwise_conv.PREFIX: depthwise_conv,
     pooling.PREFIX: pooling,
     row_sums.PREFIX: row_sums,
@@ -110,11 +112,13 @@ def channel_units(ukernel_call: func.CallOp) -> tuple[int, int, bool] | None:
     its weights and its input channels (of x, or of its phases). A conv of one group splits by
     output channels, chunks starting at multiples of the ukernel's register tile
     (`direct_conv.OUT_CHANNELS`; `packed_gemm.ROWS` for a conv run as the GEMM, whose rows are
-    the output channels), and reads all of its input in each chunk.
+    the output channels), and reads all of its input in each chunk; `conv_lanes` splits by
+    its packed weights' blocks of 16 output channels, chunks starting at multiples of its tile
+    (`conv_lanes.BLOCKS`).
     """
     name = ukernel_call.callee.string_value()
     gemm = name.startswith(f"{packed_gemm.ROW_MAJOR_PREFIX}_")
-    if not gemm and _kind(name) not in (direct_conv, depthwise_conv, pooling, row_sums):
+    if not gemm and _kind(name) not in (direct_conv, depthwise_conv, conv_lanes, pooling, row_sums):
         return None
     parts = operands(ukernel_call)
     inputs, out = parts.first.type.get_shape(), parts.like_out[-1].type.get_shape()
@@ -125,6 +129,8 @@ def channel_units(ukernel_call: func.CallOp) -> tuple[int, int, bool] | None:
     weights = parts.data.type.get_shape()
     if gemm:
         return (out[1], packed_gemm.ROWS, False)
+    if _kind(name) is conv_lanes:
+        return (weights[0], conv_lanes.BLOCKS, False)
     groups = inputs[1] // weights[1]
     return (groups, 1, True) if groups > 1 else (out[1], direct_conv.OUT_CHANNELS, False)
 

@@ -92,8 +92,9 @@ def epilogue_of(module) -> str:
     (name,) = [op.callee.string_value() for kernel in kernels(module) for op in kernel.walk() if isinstance(op, func.CallOp)]
     if name.startswith(packed_gemm.ROW_MAJOR_PREFIX):
         return tile_epilogue.token(packed_gemm._epilogue(name))
-    kind = depthwise_conv if name.startswith(depthwise_conv.PREFIX) else direct_conv
-    return tile_epilogue.token(kind._parameters(name)[-1])
+    if name.startswith(depthwise_conv.PREFIX):
+        return tile_epilogue.token(depthwise_conv._parameters(name)[-1])
+    return tile_epilogue.token(direct_conv.parameters(name)[-1])
 
 
 @pytest.mark.parametrize("tail", TAILS)

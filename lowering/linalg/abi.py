@@ -1,5 +1,6 @@
 """The kernel ABI: a group (`Group`) becomes a function of its inputs, its non-splat constants
-(argument attribute `graph.constant`, `CONSTANT_ARG_ATTR`), the packed panels of the constant b
+(argument attribute `graph.constant`, `CONSTANT_ARG_ATTR`; then the packed w of each conv run as
+`conv_lanes`, packed by the lowering, also a `graph.constant`), the packed panels of the constant b
 of each matmul run as the packed GEMM (`graph.pack_panels` = b until the pack-weights pass
 packs it into a `graph.constant`, `PACK_ARG_ATTR`) and one buffer per result (`KERNEL_ATTR`).
 """

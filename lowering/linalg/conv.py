@@ -1,5 +1,6 @@
-"""conv2d over a stride-phase copy of its padded x, the direct convolution ukernel, the depthwise one on x,
-or the packed GEMM ukernel with b row-major (x itself, or an im2col copy of it).
+"""conv2d over a stride-phase copy of its padded x, the direct convolution ukernel, the one with output
+channels on the lanes, the depthwise one on x, or the packed GEMM ukernel with b row-major (x
+itself, or an im2col copy of it).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from xdsl.ir import SSAValue
 from xdsl.ir.affine import AffineExpr
 
 from graphopt.dialects import graph
-from graphopt.lowering import depthwise_conv, direct_conv, packed_gemm, ukernels
+from graphopt.lowering import conv_lanes, depthwise_conv, direct_conv, packed_gemm, ukernels
 from graphopt.lowering.linalg.indexing import dims_of, shape_of
 from graphopt.lowering.linalg.reduction import CONTRACT, REASSOC_CONTRACT
 from graphopt.lowering.linalg.scalar import element_of
@@ -63,7 +64,10 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
     `direct_conv.SLACK` floats more), which keeps its output tiles in registers; one that the
     schedule runs as a GEMM (`schedule.conv_gemm`) calls the packed GEMM ukernel with b
     row-major (`packed_gemm.ROW_MAJOR`), one GEMM per image: out[n] as [O, OH * OW] = w as
-    [O, C * KH * KW] @ b[n] (`_gemm_b`). All three apply the group's elementwise tail to the
+    [O, C * KH * KW] @ b[n] (`_gemm_b`); one that the schedule runs with output channels on the
+    lanes (`schedule.lanes_convs`: its w a constant) calls `conv_lanes` on the phases (x itself
+    for a 1x1 of stride 1 without padding) and on w packed at compile time (`Kernel.lanes_weights`).
+    All four apply the group's elementwise tail to the
     output vectors when the schedule takes it as a tile epilogue (then the call writes the
     group's result, and this returns True). Otherwise the
     innermost loop runs over all output rows at once, contiguous in x and in a flat accumulator:
@@ -74,6 +78,13 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
       output channels, so LLVM keeps their weights in registers and vectorizes p;
     - out[n, o, oh, ow] = acc[n, o, oh * R + ow].
     """
+    if op in kernel.lanes_weights:
+        phases, row = (kernel.materialize(op.x), shape_of(op.x)[3]) if _reads_x_in_place(op) else _conv_phases(kernel, op)
+        epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
+        operands = [phases, kernel.lanes_weights[op], *epilogue_operands, out]
+        name = conv_lanes.name([v.type for v in operands], row, op.get("dilations"), epilogue)
+        kernel.builder.insert(ukernels.call(name, operands))
+        return bool(epilogue)
     if kernel.schedule.depthwise_conv(op):
         epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
         operands = [kernel.materialize(op.x), kernel.materialize(op.w), *epilogue_operands, out]
@@ -126,6 +137,12 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
     return False
 
 
+def _reads_x_in_place(op: graph.Conv2dOp) -> bool:
+    """Whether the conv is a 1x1 of stride 1 without padding: x is its own stride phase."""
+    _, _, height, width = shape_of(op.x)
+    return (*shape_of(op.w)[2:], *op.get("strides"), *shape_of(op.result)[2:]) == (1, 1, 1, 1, height, width)
+
+
 def _gemm_b(kernel: Kernel, op: graph.Conv2dOp) -> SSAValue:
     """The b of each image of a conv run as a GEMM: x itself ([C, H * W] per image) for a 1x1 of
     stride 1 without padding; else an im2col buffer [N, C, KH, KW, OH, OW] ([C * KH * KW, OH * OW]
@@ -134,11 +151,11 @@ def _gemm_b(kernel: Kernel, op: graph.Conv2dOp) -> SSAValue:
         b[n, c, kh, kw, oh, ow] = padded x[n, c, oh * sh + kh * dh, ow * sw + kw * dw],
 
     copied from x, or from its zero-padded copy (`padded_copy`) when the conv pads."""
-    batch, channels, height, width = shape_of(op.x)
+    batch, channels, _, _ = shape_of(op.x)
     _, _, kernel_h, kernel_w = shape_of(op.w)
     _, _, out_h, out_w = shape_of(op.result)
     (sh, sw), (dh, dw), padding = op.get("strides"), op.get("dilations"), op.get("padding")
-    if (kernel_h, kernel_w, sh, sw, out_h, out_w) == (1, 1, 1, 1, height, width):
+    if _reads_x_in_place(op):
         return kernel.materialize(op.x)
     source = padded_copy(kernel, op.x, padding, 0) if any(padding) else kernel.materialize(op.x)
     columns = kernel.temporary((batch, channels, kernel_h, kernel_w, out_h, out_w), element_of(op.x))

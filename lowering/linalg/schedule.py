@@ -14,9 +14,10 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation
 
 from graphopt.dialects import graph
-from graphopt.lowering import depthwise_conv, direct_conv, packed_gemm, pooling, row_sums
+from graphopt.lowering import conv_lanes, depthwise_conv, direct_conv, packed_gemm, pooling, row_sums
 from graphopt.lowering.linalg.epilogue import tile_epilogue_of
 from graphopt.lowering.linalg.indexing import shape_of
+from graphopt.lowering.llvm_text import VECTOR
 from graphopt.lowering.tile_epilogue import Step
 
 if TYPE_CHECKING:
@@ -48,6 +49,11 @@ CONV_GEMM_WIDTH = 8
 (`CpuSchedule.conv_gemm`): the direct ukernel's vectors of 16 columns then hold at most 8."""
 
 
+LANES_1X1_POSITIONS = range(7 * 7 + 1, 14 * 14 + 1)
+"""Output positions of the 1x1 convs that run as `conv_lanes` rather than the conv GEMM
+(`CpuSchedule.lanes_conv`): more than 7x7, at most 14x14."""
+
+
 class PlainSchedule:
     """Plain loop nests, one output each: no blocking, no ukernels, NaN-propagating row max."""
 
@@ -68,6 +74,19 @@ class PlainSchedule:
 
     def direct_conv(self, op: graph.Conv2dOp) -> bool:
         """Whether the conv calls the direct convolution ukernel."""
+        return False
+
+    def lanes_convs(self, group: Group) -> dict[graph.Conv2dOp, None]:
+        """The group's convs that call the `conv_lanes` ukernel on their w packed at compile
+        time (an ordered set): those whose w is a constant and that `lanes_conv` takes."""
+        return {
+            op: None
+            for op in group.ops
+            if isinstance(op, graph.Conv2dOp) and group.constant_value(op.w) is not None and self.lanes_conv(op)
+        }
+
+    def lanes_conv(self, op: graph.Conv2dOp) -> bool:
+        """Whether the conv, its w a constant, calls the `conv_lanes` ukernel."""
         return False
 
     def conv_gemm(self, op: graph.Conv2dOp) -> bool:
@@ -137,6 +156,45 @@ class CpuSchedule(PlainSchedule):
 
     def direct_conv(self, op: graph.Conv2dOp) -> bool:
         return direct_conv.applies(op.x.type, op.w.type, op.result.type)
+
+    def lanes_conv(self, op: graph.Conv2dOp) -> bool:
+        """An f32 conv of one group whose output channels fill the ukernel's vectors (a multiple
+        of 16) and whose rows its tiles fit (`conv_lanes.applies`), with a window larger than
+        1x1 or LANES_1X1_POSITIONS output positions; it goes before `conv_gemm` and the
+        direct ukernel (benchmarks/conv_lanes.py, conv + bias + relu, batch 1 unless said, 1
+        thread, interleaved, time of the direct ukernel / lanes and of the conv GEMM / lanes,
+        2026-11-25):
+
+        - ResNet-50's 3x3s at 56, 28, 14 (64, 128, 256 channels): 253-261 GFLOP/s, 1.13-1.22x
+          and 1.07-1.16x; at 7 (512): 255 GFLOP/s, 2.36x and 1.17x; Inception-v2's 64->192 at
+          56: 1.22x and 1.05x; 96, 160 and 320 channels at 28, 14, 7: 1.12-2.34x and 1.08-1.22x;
+          SqueezeNet's at 55, 27, 13 (tiles of 11, 12, 13 positions): 245-260 GFLOP/s,
+          1.15-1.25x and 1.09-1.10x;
+        - the 3->64 7x7/2 stem at 224: 236-240 GFLOP/s, 1.23x and 1.14-1.17x;
+        - stride 2 (128 at 56, 256 at 28, 64 at 56): 1.15-1.20x and 1.00-1.20x;
+        - 2 threads (each chunk 32 output channels): 1.13-1.20x and 1.14-1.40x on the 3x3s at 56,
+          28, 14; 2.43x and 1.22x at 7;
+        - few channels: 32->32 at 28 1.11x, 1.27x; 16->48 at 56 1.10x, 1.11x; 16->16 at 56 0.98x,
+          1.15x; 3->32 at 224 stride 2 and at 56 1.00x, 1.00x; 8 images of 64 at 7x7: 2.30x,
+          1.31x; 64 images of 8->16 5x5 at 14: 1.22x, 1.32x; outputs of 1x1, 7x1: 2.9-3.4x;
+        - 1x1s (x read in place at stride 1, its stride phases at 2) with 14x14 outputs: GEMM /
+          lanes 1.07-1.14x at stride 1, 1.06x at stride 2; inside ResNet-50 and Inception-v2
+          (`Executable.profile`, interleaved) 1.09-1.16x. With 28x28 and 56x56 outputs the GEMM
+          stays (0.91-0.99x at stride 1, 0.78x for 256->512 /2 at 56, whose four stride phases
+          lanes copies), and with 7x7 outputs: 1.02-1.15x alone, but 0.85-0.93x inside the
+          models, where w (0.5-4 MB, 49 outputs per weight) comes from memory;
+        - not taken either: output channels not a multiple of 16 (the last block's lanes idle:
+          3->24 at 56, direct / lanes 0.81x; 64->40 at 50x50, GEMM / lanes 0.93x) and convs of
+          one input channel (the depthwise ukernel's). VGG's 64->64 at 224 runs at about 115
+          GFLOP/s both ways (direct / lanes 0.97x)."""
+        _, _, kernel_h, kernel_w = shape_of(op.w)
+        _, _, out_h, out_w = shape_of(op.result)
+        return (
+            conv_lanes.applies(op.x.type, op.w.type, op.result.type, op.get("groups"))
+            and not self.depthwise_conv(op)
+            and shape_of(op.w)[0] % VECTOR == 0
+            and ((kernel_h, kernel_w) != (1, 1) or out_h * out_w in LANES_1X1_POSITIONS)
+        )
 
     def conv_gemm(self, op: graph.Conv2dOp) -> bool:
         """An f32 conv of one group whose window is 1x1 (any stride) or whose output rows are

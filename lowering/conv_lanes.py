@@ -1,0 +1,280 @@
+"""The lanes convolution ukernel: an f32 conv2d with output channels on the vector lanes.
+
+The cpu lowering copies x, zero-padded, into stride phases (as for the direct ukernel:
+phases[n, c, a, b, i * R + j] = padded x[n, c, i * sh + a, j * sw + b]) and passes w packed at
+compile time into blocks of 16 output channels, [ceil(O / 16), C, KH, KW, 16] (`pack`; zeros
+past O). The name carries R and the dilations:
+
+    func.call @graphopt_sconv_lanes_r58_d1x1_1x64x1x1x3366_4x64x3x3x16_1x64x56x56(%phases, %w_packed, %out)
+        : (memref<1x64x1x1x3366xf32>, memref<4x64x3x3x16xf32>, memref<1x64x56x56xf32>) -> ()
+
+A register tile is BLOCKS vectors of 16 output channels x P output positions (`positions`), the
+positions consecutive in (oh, ow) flattened, so a tile crosses output rows freely and no lane
+idles whatever the width or the stride. For each input channel and tap of the window it loads
+the BLOCKS weight vectors once and, for each position, broadcasts that position's x value and
+issues one FMA per block. After the last input channel each block is transposed in registers
+(shufflevector), so that a vector holds one output channel's positions, contiguous in NCHW
+out; the tile epilogue (`tile_epilogue.py`) runs on those vectors and each is stored under a
+mask of P lanes. Loops (n, tile of channel blocks, super-tile of positions): a
+super-tile is lcm(P, OW) positions, whose tiles are unrolled with their row crossings
+known (one output row when P divides OW: a loop over its tiles), and the positions after the
+last super-tile are tiles unrolled after the loop.
+
+With an epilogue, the name carries its steps after the dilations (`_e<token>`) and the call
+passes its operands between w and out, as for the direct ukernel.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import MemRefType, f32
+from xdsl.ir import Attribute
+
+from graphopt.lowering import direct_conv, tile_epilogue
+from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, load, store
+
+BLOCKS = 2
+"""Vectors of 16 output channels per register tile."""
+POSITIONS = 14
+"""Output positions per register tile, at most: BLOCKS x POSITIONS accumulators and BLOCKS
+weight vectors take 30 of the 32 registers (2 x 14 ran 1-4% faster than 2 x 12, 3 x 8, 4 x 6
+and 1 x 28 on ResNet-50's 3x3s and stem)."""
+FEWEST_POSITIONS = 7
+"""Output positions per register tile, at least (`positions`)."""
+MAX_UNROLLED_TILES = 12
+"""Tiles of a super-tile, and tiles after the last one, written out at most (`positions`)."""
+PREFIX = "graphopt_sconv_lanes"
+
+
+def applies(x_type: Attribute, w_type: Attribute, out_type: Attribute, groups: int) -> bool:
+    """Whether a conv2d of these types can run as the ukernel: f32, one group, and output rows
+    that a tile size tiles (`positions`)."""
+    return (
+        groups == 1
+        and positions(out_type.get_shape()[3]) is not None
+        and all(t.get_element_type() == f32 for t in (x_type, w_type, out_type))
+    )
+
+
+def positions(out_w: int) -> int | None:
+    """Output positions per tile for rows of `out_w`: the most, from POSITIONS down to
+    FEWEST_POSITIONS, that divide OW (a loop over the tiles of each row) or whose super-tile
+    lcm(P, OW) is at most MAX_UNROLLED_TILES tiles (rows of 224, 112, 56, 28, 14 and 7: 14; of
+    13: 13; of 27: 12; of 50: 10; of 55: 11); None when none is (rows of 17)."""
+    fitting = (
+        p
+        for p in range(POSITIONS, FEWEST_POSITIONS - 1, -1)
+        if out_w % p == 0 or math.lcm(p, out_w) // p <= MAX_UNROLLED_TILES
+    )
+    return next(fitting, None)
+
+
+def packed_shape(w_shape: Sequence[int]) -> tuple[int, ...]:
+    """The shape of w [O, C, KH, KW] packed (`pack`)."""
+    out_channels, channels, kernel_h, kernel_w = w_shape
+    return (-(-out_channels // VECTOR), channels, kernel_h, kernel_w, VECTOR)
+
+
+def pack(w: np.ndarray) -> np.ndarray:
+    """w [O, C, KH, KW] as the ukernel reads it: [ceil(O / 16), C, KH, KW, 16], zeros past O."""
+    blocks, *_ = packed_shape(w.shape)
+    padded = np.zeros((blocks * VECTOR, *w.shape[1:]), w.dtype)
+    padded[: w.shape[0]] = w
+    return np.ascontiguousarray(padded.reshape(blocks, VECTOR, *w.shape[1:]).transpose(0, 2, 3, 4, 1))
+
+
+def name(
+    types: Sequence[MemRefType], row: int, dilations: Sequence[int], epilogue: Sequence[tile_epilogue.Step] = ()
+) -> str:
+    """The ukernel's name for a call on memrefs (phases, packed w, epilogue operands..., out)
+    with rows of `row` floats, applying `epilogue` before each store."""
+    return direct_conv.name(types, row, dilations, epilogue, PREFIX)
+
+
+def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
+    """The name of the ukernel `name_` called on memrefs of other sizes (a chunk of its output channels)."""
+    return name(types, *direct_conv.parameters(name_))
+
+
+def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
+    """LLVM IR defining `void @name_(ptr phases, ptr w, <the tile epilogue's operands>, ptr out)` for these memref types."""
+    return _Ukernel(name_, types).text()
+
+
+def _transposed(text: LLVMText, rows: Sequence[str]) -> list[str]:
+    """The 16 columns of the 16 x 16 matrix whose rows are the vectors `rows` (fewer: zero
+    rows after them): four rounds of shufflevector, each swapping bit d of the row and the
+    lane index between pairs of rows that differ in bit d."""
+    rows = list(rows) + ["zeroinitializer"] * (VECTOR - len(rows))
+    for d in (1, 2, 4, 8):
+        swapped = list(rows)
+        for low in (r for r in range(VECTOR) if not r & d):
+            high = low | d
+            low_mask = [j if not j & d else VECTOR + (j ^ d) for j in range(VECTOR)]
+            high_mask = [j | d if not j & d else VECTOR + j for j in range(VECTOR)]
+            for target, mask in ((low, low_mask), (high, high_mask)):
+                lanes = ", ".join(f"i32 {m}" for m in mask)
+                swapped[target] = text.value(
+                    f"shufflevector {VECTOR_TYPE} {rows[low]}, {VECTOR_TYPE} {rows[high]}, <16 x i32> <{lanes}>"
+                )
+        rows = swapped
+    return rows
+
+
+class _Ukernel(LLVMText):
+    def __init__(self, name_: str, types: Sequence[MemRefType]):
+        super().__init__()
+        self.name = name_
+        self.row, (self.dh, self.dw), self.epilogue = direct_conv.parameters(name_)
+        phases, w, out = (types[0].get_shape(), types[1].get_shape(), types[-1].get_shape())
+        if len(phases) == 4:  # x itself: a 1x1 of stride 1 without padding
+            self.batch, self.channels, height, width = phases
+            self.sh, self.sw, self.length = 1, 1, height * width
+        else:
+            self.batch, self.channels, self.sh, self.sw, self.length = phases
+        _, _, self.kernel_h, self.kernel_w, _ = w
+        _, self.out_channels, self.out_h, self.out_w = out
+        self.positions = self.out_h * self.out_w
+        self.tiles: dict[tuple[int, int, tuple[int, ...]], str] = {}
+
+    def text(self) -> str:
+        shifts = self._shifts()
+        self.emit(f"@{self.name}.shifts = internal constant [{len(shifts)} x i64] [{', '.join(f'i64 {s}' for s in shifts)}]")
+        self._main()
+        for (blocks, channels, offsets), tile_name in list(self.tiles.items()):
+            self._tile(tile_name, blocks, channels, offsets)
+        return self.ir()
+
+    def _offsets(self, start: int, count: int) -> tuple[int, ...]:
+        """Phase offsets of output positions start, ..., start + count - 1 from the first one's."""
+        at = [divmod(start + k, self.out_w) for k in range(count)]
+        return tuple((i - at[0][0]) * self.row + j - at[0][1] for i, j in at)
+
+    def _shifts(self) -> list[int]:
+        """Each tap's offset in the phases of a channel from the output position's own (a table
+        the tiles index in their loop over (input channel, tap): taps written out, LLVM shares the
+        broadcasts of neighbouring taps and spills the accumulators)."""
+        shifts = []
+        for kh in range(self.kernel_h):
+            for kw in range(self.kernel_w):
+                (a, i), (b, j) = divmod(kh * self.dh, self.sh)[::-1], divmod(kw * self.dw, self.sw)[::-1]
+                shifts.append((a * self.sw + b) * self.length + i * self.row + j)
+        return shifts
+
+    def _tile_name(self, blocks: int, channels: int, offsets: tuple[int, ...]) -> str:
+        key = (blocks, channels, offsets)
+        if key not in self.tiles:
+            self.tiles[key] = f"@{self.name}.tile{len(self.tiles)}"
+        return self.tiles[key]
+
+    # --- one register tile: out[blocks x 16 channels (`channels` valid), positions] ---
+
+    def _tile(self, tile_name: str, blocks: int, channels: int, offsets: tuple[int, ...]) -> None:
+        window = self.kernel_h * self.kernel_w
+        block_stride = self.channels * window * VECTOR
+        e = self.emit
+        parameters = f"ptr %x, ptr %w{tile_epilogue.parameters(self.epilogue)}, ptr %out"
+        self.define(f"define internal void {tile_name}({parameters}) {{")
+        e("  br label %tap")
+        e("tap:")
+        e("  %u = phi i64 [0, %entry], [%u.next, %tap]")
+        e("  %t = phi i64 [0, %entry], [%t.next, %tap]")
+        e("  %x.c = phi ptr [%x, %entry], [%x.c.next, %tap]")
+        sums = {(v, k): f"%acc.{v}.{k}" for v in range(blocks) for k in range(len(offsets))}
+        for (v, k), acc in sums.items():
+            e(f"  {acc} = phi {VECTOR_TYPE} [zeroinitializer, %entry], [%sum.{v}.{k}, %tap]")
+        e(f"  %shift.at = getelementptr i64, ptr @{self.name}.shifts, i64 %t")
+        e("  %shift = load i64, ptr %shift.at, align 8")
+        e("  %x.t = getelementptr float, ptr %x.c, i64 %shift")
+        e(f"  %w.at = mul i64 %u, {VECTOR}")
+        e("  %w.t = getelementptr float, ptr %w, i64 %w.at")
+        weights = []
+        for v in range(blocks):
+            weight = f"%w.{v}"
+            e(f"  {weight}.at = getelementptr float, ptr %w.t, i64 {v * block_stride}")
+            e(load(weight, f"{weight}.at"))
+            weights.append(weight)
+        for k, offset in enumerate(offsets):
+            pixel = f"%x.{k}"
+            e(f"  {pixel}.at = getelementptr float, ptr %x.t, i64 {offset}")
+            e(f"  {pixel}.scalar = load float, ptr {pixel}.at, align 4")
+            self.lines += broadcast(pixel, f"{pixel}.scalar")
+            for v, weight in enumerate(weights):
+                e(fma(f"%sum.{v}.{k}", weight, pixel, sums[v, k]))
+                sums[v, k] = f"%sum.{v}.{k}"
+        e("  %t.step = add i64 %t, 1")
+        e(f"  %t.wraps = icmp eq i64 %t.step, {window}")
+        e("  %t.next = select i1 %t.wraps, i64 0, i64 %t.step")
+        e(f"  %x.c.step = getelementptr float, ptr %x.c, i64 {self.sh * self.sw * self.length}")
+        e("  %x.c.next = select i1 %t.wraps, ptr %x.c.step, ptr %x.c")
+        e("  %u.next = add i64 %u, 1")
+        e(f"  %u.done = icmp eq i64 %u.next, {self.channels * window}")
+        e("  br i1 %u.done, label %exit, label %tap")
+        e("exit:")
+        epilogue = tile_epilogue.TileEpilogue(self, self.epilogue)
+        for v in range(blocks):
+            columns = _transposed(self, [sums[v, k] for k in range(len(offsets))])
+            for lane in range(min(VECTOR, channels - v * VECTOR)):
+                channel = v * VECTOR + lane
+                offset = channel * self.positions
+                result = epilogue.apply(columns[lane], channel, offset, len(offsets))
+                e(store(result, self.pointer("%out", offset), len(offsets)))
+        self.end()
+
+    # --- the ukernel: loops over images, tiles of channel blocks and super-tiles of positions ---
+
+    def _main(self) -> None:
+        epilogue = tile_epilogue.parameters(self.epilogue, "noalias ")
+        self.define(f"define void @{self.name}(ptr noalias %x, ptr noalias %w{epilogue}, ptr noalias %out) {{")
+        window = self.kernel_h * self.kernel_w
+        size = positions(self.out_w)
+        super_tile = math.lcm(size, self.out_w)
+
+        def image(n: str) -> None:
+            x_n = self.pointer("%x", self.value(f"mul i64 {n}, {self.channels * self.sh * self.sw * self.length}"))
+            out_n = self.pointer("%out", self.value(f"mul i64 {n}, {self.out_channels * self.positions}"))
+
+            def channel_tile(first_block: str, blocks: int, channels: int) -> None:
+                w_o = self.pointer("%w", self.value(f"mul i64 {first_block}, {self.channels * window * VECTOR}"))
+                first_channel = self.value(f"mul i64 {first_block}, {VECTOR}")
+                out_o = self.pointer(out_n, self.value(f"mul i64 {first_channel}, {self.positions}"))
+
+                def tile(rows: str, start: int | str, count: int) -> None:
+                    """The tile of `count` positions from `start` past output row `rows`' first
+                    (a value `start`: a column of that row, the tile inside it)."""
+                    row, column = divmod(start, self.out_w) if isinstance(start, int) else (0, start)
+                    x_row = self.value(f"add i64 {self.value(f'mul i64 {rows}, {self.row}')}, {row * self.row}")
+                    at = self.value(f"add i64 {self.value(f'mul i64 {rows}, {self.out_w}')}, {start}")
+                    out_tile = self.pointer(out_o, at)
+                    arguments = tile_epilogue.arguments(self, self.epilogue, first_channel, out_tile)
+                    x_tile = self.pointer(x_n, self.value(f"add i64 {x_row}, {column}"))
+                    call_arguments = f"ptr {x_tile}, ptr {w_o}{arguments}, ptr {out_tile}"
+                    offsets = self._offsets(start if isinstance(start, int) else 0, count)
+                    self.emit(f"  call void {self._tile_name(blocks, channels, offsets)}({call_arguments})")
+
+                def super_tile_at(s: str) -> None:
+                    rows = self.value(f"mul i64 {s}, {super_tile // self.out_w}")
+                    if super_tile == self.out_w:  # tiles inside the row: one loop
+                        self.loop(self.out_w // size, lambda t: tile(rows, self.value(f"mul i64 {t}, {size}"), size))
+                    else:
+                        for start in range(0, super_tile, size):
+                            tile(rows, start, size)
+
+                full = self.positions // super_tile
+                self.loop(full, super_tile_at)
+                rest = self.positions - full * super_tile
+                for start in range(0, rest, size):
+                    tile(str(full * super_tile // self.out_w), start, min(size, rest - start))
+
+            tile_channels = BLOCKS * VECTOR
+            full_tiles = self.out_channels // tile_channels
+            self.loop(full_tiles, lambda t: channel_tile(self.value(f"mul i64 {t}, {BLOCKS}"), BLOCKS, tile_channels))
+            rest = self.out_channels - full_tiles * tile_channels
+            if rest:
+                channel_tile(str(full_tiles * BLOCKS), -(-rest // VECTOR), rest)
+
+        self.loop(self.batch, image)
+        self.end()

@@ -1,0 +1,162 @@
+"""The conv ukernel with output channels on the lanes (`conv_lanes`): f32 conv2d groups compiled on the cpu
+backend, against the interpreter; its packing of w and the cpu schedule's rule for it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_conv_epilogues import TAILS, conv_module, epilogue_of, inputs
+from test_direct_conv import check_compiled, conv_layer
+from test_graph_to_linalg import sample
+from test_packed_gemm import kernels
+from xdsl.dialects import func
+
+from graphopt.dialects import graph
+from graphopt.lowering import conv_lanes
+from graphopt.lowering.linalg.schedule import CpuSchedule
+from graphopt.lowering.pipelines import CPU
+
+RULE = CpuSchedule.lanes_conv
+"""The cpu schedule's own choice (the fixture widens it)."""
+
+
+@pytest.fixture(autouse=True)
+def lanes_whenever_it_applies(monkeypatch):
+    """These are the ukernel's tests: it takes every conv it can run (`conv_lanes.applies`),
+    also the 1x1s and the output channels that are not a multiple of 16 that the schedule gives
+    to the GEMM or the direct ukernel."""
+    monkeypatch.setattr(
+        CpuSchedule,
+        "lanes_conv",
+        lambda self, op: conv_lanes.applies(op.x.type, op.w.type, op.result.type, op.get("groups")),
+    )
+
+
+def lanes_calls(module) -> list[func.CallOp]:
+    """The calls of the lanes ukernel after fuse and convert-graph-to-linalg."""
+    calls = [op for kernel in kernels(module) for op in kernel.walk() if isinstance(op, func.CallOp)]
+    return [op for op in calls if op.callee.string_value().startswith(f"{conv_lanes.PREFIX}_")]
+
+
+def test_tiles_fit_the_rows():
+    assert [conv_lanes.positions(w) for w in (224, 112, 56, 28, 14, 7, 1)] == [14] * 7
+    assert [conv_lanes.positions(w) for w in (13, 27, 50, 55, 17)] == [13, 12, 10, 11, None]
+
+
+def test_pack_puts_16_output_channels_last_and_pads_with_zeros():
+    w = sample((19, 3, 2, 5), specials=False)
+    packed = conv_lanes.pack(w)
+    assert packed.shape == conv_lanes.packed_shape(w.shape) == (2, 3, 2, 5, 16)
+    o, c, kh, kw = 17, 2, 1, 3
+    assert packed[o // 16, c, kh, kw, o % 16] == w[o, c, kh, kw]
+    assert not packed[1, :, :, :, 3:].any()
+
+
+CONVOLUTIONS = [
+    # x, w, strides, dilations, padding
+    # ResNet's 3x3 at 14x14 (a tile of 14 positions is one output row), 32 channels: one tile
+    ((1, 16, 14, 14), (32, 16, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    # rows of 10 (tiles cross rows at 4 places), 19 channels: a partial block of 3
+    ((3, 8, 9, 10), (19, 8, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    # 40 channels: a tile of 2 blocks, then one of 8 channels; stride 2, odd padding
+    ((1, 12, 15, 21), (40, 12, 3, 3), (2, 2), (1, 1), (0, 1, 1, 0)),
+    # one input channel (the schedule gives it to the depthwise ukernel)
+    ((1, 1, 12, 13), (16, 1, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    # a stem: 3 input channels, 7x7 stride 2
+    ((1, 3, 23, 23), (16, 3, 7, 7), (2, 2), (1, 1), (3, 3, 3, 3)),
+    # dilations, taps in other stride phases, strides (2, 1)
+    ((2, 6, 13, 14), (16, 6, 3, 2), (2, 1), (2, 3), (0, 1, 2, 0)),
+    # 7 output positions (one partial tile), 1 position, 1x1 window
+    ((1, 32, 7, 3), (48, 32, 3, 3), (1, 1), (1, 1), (0, 0, 0, 0)),
+    ((2, 20, 3, 3), (16, 20, 3, 3), (1, 1), (1, 1), (0, 0, 0, 0)),
+    ((1, 24, 5, 6), (33, 24, 1, 1), (1, 1), (1, 1), (0, 0, 0, 0)),  # x read in place
+    ((2, 24, 5, 6), (16, 24, 1, 1), (2, 2), (1, 1), (0, 0, 0, 0)),
+    # 50 positions of rows of 10: 3 tiles and a rest of 8
+    ((1, 9, 5, 10), (16, 9, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    # rows of 28: a loop over 2 tiles of 14 in each row; rows of 27: tiles of 12 (`positions`)
+    ((2, 4, 4, 28), (32, 4, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    ((1, 5, 6, 29), (16, 5, 3, 3), (1, 1), (1, 1), (0, 0, 0, 0)),
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("x_shape, w_shape, strides, dilations, padding", CONVOLUTIONS)
+def test_conv_matches_interpreter(x_shape, w_shape, strides, dilations, padding, threads):
+    module = conv_layer(x_shape, sample(w_shape, seed=1, specials=False), strides, dilations, padding)
+    (call,) = lanes_calls(module)
+    assert call.arguments[1].type.get_shape() == conv_lanes.packed_shape(w_shape)
+    check_compiled(module, sample(x_shape, specials=False), threads=threads)
+
+
+@pytest.mark.parametrize("specials_in", ["x", "w"])
+def test_nan_inf_and_signed_zeros_match_interpreter(specials_in):
+    """NaN, inf and signed zeros reach only the outputs whose window holds them (the padding
+    reads zeros of the phases, the packed w's padding channels are never stored)."""
+    x_shape, w_shape = (2, 8, 7, 9), (24, 8, 3, 3)
+    module = conv_layer(x_shape, sample(w_shape, seed=1, specials=specials_in == "w"), padding=(1, 1, 1, 1))
+    assert len(lanes_calls(module)) == 1
+    check_compiled(module, sample(x_shape, specials=specials_in == "x"))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("tail", TAILS)
+def test_tails_run_in_the_ukernel_and_match_interpreter(tail, threads):
+    """Each tail of test_conv_epilogues.py (bias, batch norm, relu, clip, SiLU, hardswish, the
+    residual add) is the ukernel's epilogue, on 19 output channels, NaN and inf in x."""
+    module, _ = conv_module(TAILS[tail], x_shape=(3, 5, 9, 11))
+    assert len(lanes_calls(module)) == 1 and epilogue_of(module)
+    check_compiled(module, *inputs(module), threads=threads)
+
+
+@pytest.mark.parametrize("tail", ["batch_norm residual relu", "batch_norm silu residual"])
+def test_one_image_splits_by_blocks_of_output_channels(monkeypatch, tail):
+    """At 2 threads one image runs as two chunks of output channels, each a tile of 2 blocks of
+    16 (w's packed blocks, the per-channel operands and the residual sliced as out)."""
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    monkeypatch.setattr("test_conv_epilogues.CHANNELS", 64)
+    module, _ = conv_module(TAILS[tail], x_shape=(1, 5, 9, 12))
+    (call,) = lanes_calls(module)
+    assert call.arguments[1].type.get_shape() == (4, 5, 3, 3, 16)
+    steps = check_compiled(module, *inputs(module), threads=2).steps
+    assert len(next(step for step in steps if "conv2d" in step.name).kernel.chunks) == 2
+
+
+def test_rows_whose_super_tile_is_too_long_keep_the_other_ukernels():
+    """Rows of 17 outputs: no tile of 7 to 14 positions divides them, and every super-tile
+    lcm(P, 17) is 17 tiles, over MAX_UNROLLED_TILES."""
+    assert lanes_calls(conv_layer((1, 8, 3, 19), sample((16, 8, 3, 3), specials=False))) == []
+
+
+def test_schedule_takes_full_blocks_of_output_channels_and_small_1x1s():
+    def taken(x_shape, w_shape, strides=(1, 1), groups=1):
+        module = conv_layer(x_shape, sample(w_shape, specials=False), strides, groups=groups)
+        (conv,) = (op for op in module.walk() if isinstance(op, graph.Conv2dOp))
+        return RULE(CpuSchedule(), conv)
+
+    assert taken((1, 64, 58, 58), (64, 64, 3, 3))
+    assert taken((1, 3, 229, 229), (64, 3, 7, 7), strides=(2, 2))
+    assert taken((1, 512, 9, 9), (512, 512, 3, 3))
+    assert taken((1, 1024, 14, 14), (256, 1024, 1, 1))  # x read in place
+    assert taken((1, 512, 28, 28), (1024, 512, 1, 1), strides=(2, 2))
+    assert not taken((1, 64, 56, 56), (256, 64, 1, 1))  # 1x1s at 56, 28 and 7: the GEMM
+    assert not taken((1, 2048, 7, 7), (512, 2048, 1, 1))
+    assert not taken((1, 3, 58, 58), (24, 3, 3, 3))  # 24 output channels: 8 idle lanes
+    assert not taken((1, 32, 10, 10), (32, 16, 3, 3), groups=2)
+    assert not taken((1, 1, 28, 28), (16, 1, 3, 3))  # one input channel: the depthwise ukernel
+
+
+def test_runtime_weights_keep_the_direct_ukernel():
+    """w an input (not packed at compile time): the direct ukernel, as before."""
+    x_shape, w_shape = (1, 8, 8, 19), (16, 8, 3, 3)
+    w = sample(w_shape, seed=1, specials=False)
+    module = conv_layer(x_shape, w, padding=(1, 1, 1, 1), w_is_input=True)
+    assert lanes_calls(module) == []
+    check_compiled(module, sample(x_shape), w)
+
+
+def test_1x1_of_stride_1_reads_x_in_place():
+    x_shape = (2, 32, 7, 9)
+    module = conv_layer(x_shape, sample((16, 32, 1, 1), specials=False))
+    (call,) = lanes_calls(module)
+    assert call.arguments[0].type.get_shape() == x_shape
+    check_compiled(module, sample(x_shape), threads=2)
