@@ -15,10 +15,10 @@ panels have out's batch dims. A row chunk (`row_split.py`) calls the ukernel for
 a, or out, may be a strided view of its buffer (`transforms/strided_view.py`): attention's Q
 [seq, heads * head_dim] read as heads [heads, seq, head_dim] (rows 256 floats apart, head h at
 64 h), or P @ V written as heads into the merged [seq, heads * head_dim]. The name then holds
-m x k x n and each view's strides (of out's batch dims, then of rows; a row's elements are
-contiguous), and the batch dims are the panels':
+out's batch dims, m, k and n, and each view's strides (along out's batch dims, then rows; a
+row's elements are contiguous):
 
-    func.call @graphopt_sgemm_batched_s128x64x128_a64x256_oc(%q, %panels, %out)
+    func.call @graphopt_sgemm_batched_s4x128x64x128_a64x256_oc(%q, %panels, %out)
         : (memref<128x256xf32>, memref<4x8192xf32>, memref<4x128x128xf32>) -> ()
 
 (`c`: that operand is not a view). A row chunk passes a view's buffer whole, from its first
@@ -47,16 +47,16 @@ def name(types: Sequence[MemRefType]) -> str:
     return f"{PREFIX}_{_joined(a_type.get_shape())}_{_joined(out_type.get_shape())}"
 
 
-def view_name(sizes: tuple[int, int, int], a_view: Sequence[int] | None, out_view: Sequence[int] | None) -> str:
-    """graphopt_sgemm_batched_s<m>x<k>x<n>_a<a's strides>_o<out's strides>, for a call on
-    (a, panels, out) where a or out (or both) is a strided view (None: not a view)."""
+def view_name(sizes: Sequence[int], a_view: Sequence[int] | None, out_view: Sequence[int] | None) -> str:
+    """graphopt_sgemm_batched_s<batch dims>x<m>x<k>x<n>_a<a's strides>_o<out's strides>, for a
+    call on (a, panels, out) where a or out (or both) is a strided view (None: not a view)."""
     a_part, out_part = (CONTIGUOUS if view is None else _joined(view) for view in (a_view, out_view))
     return f"{PREFIX}_s{_joined(sizes)}_a{a_part}_o{out_part}"
 
 
 def _parse_view_name(name: str) -> tuple[tuple[int, ...], tuple[int, ...] | None, tuple[int, ...] | None] | None:
-    """(m, k, n), a's view strides, out's view strides of a `view_name`; None for a `name`."""
-    match = re.fullmatch(rf"{PREFIX}_s(\d+x\d+x\d+)_a(c|[\dx]+)_o(c|[\dx]+)", name)
+    """(batch dims..., m, k, n), a's view strides, out's view strides of a `view_name`; None for a `name`."""
+    match = re.fullmatch(rf"{PREFIX}_s([\dx]+)_a(c|[\dx]+)_o(c|[\dx]+)", name)
     if match is None:
         return None
     sizes, *views = (None if part == CONTIGUOUS else tuple(map(int, part.split("x"))) for part in match.groups())
@@ -64,9 +64,13 @@ def _parse_view_name(name: str) -> tuple[tuple[int, ...], tuple[int, ...] | None
 
 
 def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
-    """The name of the ukernel called on memrefs of other sizes (a row chunk's): a view name
-    holds no batch size (the panels' type gives it)."""
-    return name_ if _parse_view_name(name_) is not None else name(types)
+    """The name of the ukernel called on memrefs of other sizes (a row chunk's: its batch
+    matrices, which its panels' type gives)."""
+    parsed = _parse_view_name(name_)
+    if parsed is None:
+        return name(types)
+    sizes, a_view, out_view = parsed
+    return view_name((*types[1].get_shape()[:-1], *sizes[-3:]), a_view, out_view)
 
 
 def strided_by_rows(name_: str, types: Sequence[MemRefType]) -> tuple[int | None, int | None]:
@@ -104,7 +108,7 @@ def ukernel_ir(name: str, types: Sequence[MemRefType]) -> str:
         (m, k), n = a_shape[-2:], out_shape[-1]
         a_view, out_view = _dense_strides(a_shape, batch), _dense_strides(out_shape, batch)
     else:
-        (m, k, n), a_view, out_view = parsed
+        (*_, m, k, n), a_view, out_view = parsed
         a_view = a_view or _dense_strides(a_type.get_shape(), batch)
         out_view = out_view or _dense_strides(out_type.get_shape(), batch)
     matrix = f"{name}_matrix"
