@@ -22,8 +22,15 @@ How groups form, in order:
    - an injective group: the paths and the end are elementwise/injective;
    - an anchor group (matmul, conv2d, pooling): the paths and the end are elementwise (epilogue);
    - an operand prologue (XLA's operand fusion): a group of reshape, transpose and broadcast_to
-     whose results are used only as operand b of matmuls in one anchor group merges into it
-     (the matmul's lowering reads b where it lives, as it packs it: K transposed in attention);
+     whose results are used only as operands of matmuls in one anchor group merges into it:
+     as b (the matmul's lowering reads b where it lives, as it packs it: K transposed in
+     attention), or as a when a is a strided view with contiguous rows (`strided_view.py`)
+     of a value from outside the group and b is computed (Q's heads: the batched GEMM reads a
+     through the view);
+   - an output view: reshapes and transposes that take the result of an anchor group's one
+     matmul (b computed; nothing after it in the group but such ops) into a strided view with
+     contiguous rows of their own result merge into it (attention's head merge after P @ V:
+     the batched GEMM writes through the view); nothing merges after an output view;
    - a reduction group ends fusion (no op is fused after a reduction);
    - at most `max-anchors` anchors/reductions and `max-ops` ops per group; never a cycle.
    A reshape that only inserts or drops unit dims counts as elementwise here (TVM's expand_dims).
@@ -599,6 +606,7 @@ def _view_tail(group: Group) -> bool:
     elements (an output view: nothing may follow it in the group)."""
     return any(
         op.name in VIEW_OPS and _fusion_category(op) is not Category.ELEMENTWISE and isinstance(op.operands[0].owner, graph.MatmulOp)
+        and op.operands[0].owner in group.ops
         for op in group.ops
     )
 
