@@ -162,3 +162,22 @@ def test_reshaped_strides_match_numpy(shape, perm, new_shape):
         index = np.indices(new_shape).reshape(len(new_shape), -1)
         np.testing.assert_array_equal(x.ravel()[np.dot(strides, index)], z.ravel())
     assert contiguous_strides(shape) == tuple(s // 4 for s in x.strides)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_masked_softmax_matches_the_interpreter(threads):
+    """Scores masked with -10000 (GPT-2's causal mask), with -inf, a fully -inf row (NaN, as
+    the interpreter gives), a NaN, and exponents under EXP_FLOOR (terms counted as 0)."""
+    g = GraphBuilder()
+    module = g.finish(g.softmax(g.input("x", (4, 65, 130)), axis=-1))
+    x = np.random.default_rng(8).standard_normal((4, 65, 130)).astype(np.float32)
+    x[0][np.triu_indices(65, 1, 130)] = -10000.0
+    x[1, :, 3:] = -np.inf
+    x[1, 7, :] = -np.inf
+    x[2, 5, 11] = np.nan
+    x[3, :, 1::2] = -95.0  # e^-95 is subnormal: 0 here, about 5.5e-42 in NumPy
+    (got,) = graphopt.compile(module, backends=("cpu",), threads=threads)(x)
+    (want,) = graphopt.interpret(module, x)
+    assert np.isnan(got[1, 7]).all() and np.isnan(got[2, 5]).all() and np.isnan(got).sum() == np.isnan(want).sum()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-30)
+    assert (got[0][np.triu_indices(65, 1, 130)] == 0).all()

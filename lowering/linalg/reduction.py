@@ -105,13 +105,30 @@ class RowMath:
         return self.body.constant(value, self.element)
 
 
+EXP_FLOOR = -87.0
+"""Below this, e^x is a subnormal f32 (e^-87.34 is the least normal one), which the CPU computes
+and adds slowly: a softmax term of an exponent under it counts as 0 (`_softmax_term`)."""
+
+
+def _softmax_term(body: LoopBody, element: Attribute, x: SSAValue) -> SSAValue:
+    """e^x, or 0 where x < EXP_FLOOR (NaN stays NaN). A term under e^-87 changes the row's sum
+    by less than 2e-38 of the max's 1; masked scores (-10000, half of a causal mask's) made
+    every exp subnormal: softmax of 4x128x128 with the causal mask took 29.0 us, so 19.6 us
+    (17.8 -> 19.3 us without a mask), 1 thread on this 2-core AMD EPYC."""
+    m = RowMath(body, element)
+    floor = m.constant(EXP_FLOOR)
+    underflows = body.emit(arith.CmpfOp(x, floor, "olt"))
+    return body.emit(arith.SelectOp(underflows, m.constant(0.0), m(mathd.ExpOp, m(arith.MaximumfOp, x, floor))))
+
+
 def lower_softmax(kernel: Kernel, op: graph.AxisNormalizationOp, out: SSAValue) -> None:
     """Row max, row sum of exp(x - max) (softmax also stores each exp in out), then out times
     the row's 1 / sum, which LLVM computes once per row (log_softmax: x - max - log sum).
 
     The max only shifts exp's argument, so on the CPU it is `maxnumf`, which skips NaN and
     vectorizes to half the instructions of NaN-propagating `maximumf`: a NaN in a row still
-    makes its sum, and so the whole row, NaN.
+    makes its sum, and so the whole row, NaN. softmax's terms under e^EXP_FLOOR are 0
+    (`_softmax_term`: no subnormal arithmetic).
     """
     x, element = op.x, element_of(op.x)
     reduced = {op.get("axis") % len(shape_of(x))}
@@ -129,7 +146,7 @@ def lower_softmax(kernel: Kernel, op: graph.AxisNormalizationOp, out: SSAValue) 
     is_softmax = isinstance(op, graph.SoftmaxOp)
     store_terms = is_softmax and kernel.schedule.softmax_stores_terms()
     row_sum = _row_statistic(
-        kernel, x, reduced, arith.AddfOp, graph.ReduceSumOp.IDENTITY.of(element), lambda body: body.emit(mathd.ExpOp(shifted(body, row_max))),
+        kernel, x, reduced, arith.AddfOp, graph.ReduceSumOp.IDENTITY.of(element), lambda body: _softmax_term(body, element, shifted(body, row_max)),
         terms_into=out if store_terms else None,
     )
     body = kernel.parallel(out)
@@ -138,7 +155,7 @@ def lower_softmax(kernel: Kernel, op: graph.AxisNormalizationOp, out: SSAValue) 
     if store_terms:
         result = m(arith.MulfOp, body.output(0), m(arith.DivfOp, m.constant(1.0), total))
     elif is_softmax:
-        result = m(arith.DivfOp, m(mathd.ExpOp, shifted(body, row_max)), total)
+        result = m(arith.DivfOp, _softmax_term(body, element, shifted(body, row_max)), total)
     else:
         result = m(arith.SubfOp, shifted(body, row_max), m(mathd.LogOp, total))
     body.finish([result])
