@@ -18,11 +18,11 @@ a, or out, may be a strided view of its buffer (`transforms/strided_view.py`): a
 out's batch dims, m, k and n, and each view's strides (along out's batch dims, then rows; a
 row's elements are contiguous):
 
-    func.call @graphopt_sgemm_batched_s4x128x64x128_a64x256_oc(%q, %panels, %out)
+    func.call @graphopt_sgemm_batched_s4x128x64x128_a128x256v64x256_o4x128x128(%q, %panels, %out)
         : (memref<128x256xf32>, memref<4x8192xf32>, memref<4x128x128xf32>) -> ()
 
-(`c`: that operand is not a view). A row chunk passes a view's buffer whole, from its first
-batch matrix (`strided_by_rows`).
+(each operand: its buffer's shape, then for a view `v` and its strides). A row chunk passes a
+view's buffer whole, from its first batch matrix (`strided_by_rows`).
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ from graphopt.lowering import packed_gemm
 from graphopt.lowering.llvm_text import LLVMText
 
 PREFIX = "graphopt_sgemm_batched"
-CONTIGUOUS = "c"
-"""An operand's strides in a view name when it is not a view."""
 
 
 def name(types: Sequence[MemRefType]) -> str:
@@ -47,20 +45,28 @@ def name(types: Sequence[MemRefType]) -> str:
     return f"{PREFIX}_{_joined(a_type.get_shape())}_{_joined(out_type.get_shape())}"
 
 
-def view_name(sizes: Sequence[int], a_view: Sequence[int] | None, out_view: Sequence[int] | None) -> str:
-    """graphopt_sgemm_batched_s<batch dims>x<m>x<k>x<n>_a<a's strides>_o<out's strides>, for a
-    call on (a, panels, out) where a or out (or both) is a strided view (None: not a view)."""
-    a_part, out_part = (CONTIGUOUS if view is None else _joined(view) for view in (a_view, out_view))
+Operand = tuple[tuple[int, ...], tuple[int, ...] | None]
+"""An operand of a view call: its buffer's shape, and its strides when it is a strided view
+(along out's batch dims, then rows), else None."""
+
+
+def view_name(sizes: Sequence[int], a: Operand, out: Operand) -> str:
+    """graphopt_sgemm_batched_s<batch dims>x<m>x<k>x<n>_a<a>_o<out>, for a call on (a, panels,
+    out) where a or out (or both) is a strided view: each its buffer's shape, then for a view
+    `v` and its strides (the name fixes every operand's type)."""
+    a_part, out_part = (_joined(shape) + ("" if strides is None else f"v{_joined(strides)}") for shape, strides in (a, out))
     return f"{PREFIX}_s{_joined(sizes)}_a{a_part}_o{out_part}"
 
 
 def _parse_view_name(name: str) -> tuple[tuple[int, ...], tuple[int, ...] | None, tuple[int, ...] | None] | None:
-    """(batch dims..., m, k, n), a's view strides, out's view strides of a `view_name`; None for a `name`."""
-    match = re.fullmatch(rf"{PREFIX}_s([\dx]+)_a(c|[\dx]+)_o(c|[\dx]+)", name)
+    """(batch dims..., m, k, n), a's view strides, out's view strides (None: not a view) of a
+    `view_name`; None for a `name`."""
+    match = re.fullmatch(rf"{PREFIX}_s([\dx]+)_a([\dxv]+)_o([\dxv]+)", name)
     if match is None:
         return None
-    sizes, *views = (None if part == CONTIGUOUS else tuple(map(int, part.split("x"))) for part in match.groups())
-    return sizes, *views
+    sizes, *parts = match.groups()
+    strides = (tuple(map(int, part.split("v")[1].split("x"))) if "v" in part else None for part in parts)
+    return tuple(map(int, sizes.split("x"))), *strides
 
 
 def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
@@ -69,8 +75,10 @@ def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
     parsed = _parse_view_name(name_)
     if parsed is None:
         return name(types)
-    sizes, a_view, out_view = parsed
-    return view_name((*types[1].get_shape()[:-1], *sizes[-3:]), a_view, out_view)
+    sizes, a_strides, out_strides = parsed
+    return view_name(
+        (*types[1].get_shape()[:-1], *sizes[-3:]), (types[0].get_shape(), a_strides), (types[2].get_shape(), out_strides)
+    )
 
 
 def strided_by_rows(name_: str, types: Sequence[MemRefType]) -> tuple[int | None, int | None]:

@@ -106,7 +106,7 @@ def _call_packed_at_run_time(kernel: Kernel, op: graph.MatmulOp, out: SSAValue, 
         callee = batched_gemm.name([v.type for v in operands])
     else:
         sizes = (*shape_of(op.result)[:-1], shape_of(op.a)[-1], shape_of(op.result)[-1])
-        callee = batched_gemm.view_name(sizes, a_view and a_view[1], out_view)
+        callee = batched_gemm.view_name(sizes, (a.type.get_shape(), a_view and a_view[1]), (out.type.get_shape(), out_view))
     kernel.builder.insert(ukernels.call(callee, operands))
 
 
