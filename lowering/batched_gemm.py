@@ -81,7 +81,7 @@ def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
     )
 
 
-def strided_by_rows(name_: str, types: Sequence[MemRefType]) -> tuple[int | None, int | None]:
+def strided_by_rows(name_: str) -> tuple[int | None, int | None]:
     """The floats between consecutive batch matrices along out's first batch dim in a's and
     out's buffers, for each that is a view (None for the others, which a row chunk slices)."""
     parsed = _parse_view_name(name_)

@@ -20,7 +20,8 @@ where d0 alone is one of its indices (linalg would take d0's bound from that dim
 Row-local softmax/layer_norm (per-row statistics in a row-sized temporary), matmul looping
 (m, k, n) or blocked (mb, nb, kb, mi, ki, ni), ukernel calls (`ukernels.py`: rows of their
 first argument, out and a tile epilogue's residual, all of the others; a chunk calls the
-ukernel for its rows) and elementwise kernels split; reductions over d0, gathers and reads at
+ukernel for its rows; a batched GEMM's strided views, `ukernels.strided_by_rows`, are passed
+from the chunk's first row, whole in type, and may be written) and elementwise kernels split; reductions over d0, gathers and reads at
 computed indices (`memref.load`, `linalg.index` of d0) do not. A loop nest writing only
 temporaries that a ukernel call reads whole (b's panels, packed at run time) runs whole in
 every chunk.

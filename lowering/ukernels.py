@@ -103,7 +103,7 @@ def strided_by_rows(ukernel_call: func.CallOp) -> dict[SSAValue, int]:
     if _kind(name) is not batched_gemm:
         return {}
     a, _, out = ukernel_call.arguments
-    steps = batched_gemm.strided_by_rows(name, [v.type for v in ukernel_call.arguments])
+    steps = batched_gemm.strided_by_rows(name)
     return {value: step for value, step in zip((a, out), steps) if step is not None}
 
 
