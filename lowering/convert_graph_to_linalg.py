@@ -66,12 +66,13 @@ from graphopt.lowering.linalg.abi import Group, Unsupported
 from graphopt.lowering.linalg.conv import lower_conv2d
 from graphopt.lowering.linalg.indexing import INDEX_RULES, SELECTING_RULES, shape_of
 from graphopt.lowering.linalg.loop_body import Kernel
-from graphopt.lowering.linalg.matmul import lower_matmul
+from graphopt.lowering.linalg.matmul import lower_matmul, lower_matmul_into_view
 from graphopt.lowering.linalg.pool import lower_pool2d
 from graphopt.lowering.linalg.reduction import COMBINES, lower_layer_norm, lower_reduce, lower_softmax
-from graphopt.lowering.linalg.scalar import SCALAR_BUILDERS
+from graphopt.lowering.linalg.scalar import SCALAR_BUILDERS, element_of
 from graphopt.lowering.linalg.schedule import SCHEDULES, PlainSchedule
 from graphopt.lowering.split_rows import WORK_ATTR
+from graphopt.transforms.strided_view import written_view
 from graphopt.transforms.subgraph import single_op_kernel_name
 from graphopt.transforms.work import group_work
 
@@ -143,15 +144,34 @@ def _lower_anchored(kernel: Kernel, heavy: Operation) -> None:
         raise Unsupported(f"a group with '{heavy.name}' must have one result, not {len(outputs)}")
     (result,), (out,) = outputs, kernel.results
     if result.type != heavy.results[0].type:
-        raise Unsupported(
-            f"the epilogue of '{heavy.name}' changes its result type {heavy.results[0].type} to {result.type}"
-        )
+        _lower_into_view(kernel, heavy, out)
+        return
     if LOWERINGS[heavy.name](kernel, heavy, out):
         return
     if result is not heavy.results[0]:
         kernel.buffers[heavy.results[0]] = out
         body = kernel.elementwise(shape_of(result), [out])
         body.finish([body.value(result, body.dims)])
+
+
+def _lower_into_view(kernel: Kernel, heavy: Operation, out: SSAValue) -> None:
+    """An anchor whose group's result is its result through reshapes and transposes, a view of
+    the output buffer (`transforms/strided_view.py`: attention's head merge after P @ V): a
+    matmul run as the batched GEMM writes there; otherwise the anchor writes a temporary and
+    a loop nest copies it."""
+    (result,) = kernel.group.outputs
+    strides = written_view(heavy.results[0], result)
+    if strides is None:
+        raise Unsupported(
+            f"the epilogue of '{heavy.name}' changes its result type {heavy.results[0].type} to {result.type}"
+        )
+    if isinstance(heavy, graph.MatmulOp) and lower_matmul_into_view(kernel, heavy, out, strides):
+        return
+    anchored = kernel.temporary(shape_of(heavy.results[0]), element_of(heavy.results[0]))
+    LOWERINGS[heavy.name](kernel, heavy, anchored)
+    kernel.buffers[heavy.results[0]] = anchored
+    body = kernel.elementwise(shape_of(result), [out])
+    body.finish([body.value(result, body.dims)])
 
 
 def kernel_sources(main: func.FuncOp, backend: str | None = None) -> list[tuple[Operation, str]]:

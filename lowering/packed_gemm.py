@@ -131,17 +131,27 @@ def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
         sizes = (out_type.get_shape()[0], a_shape[0], math.prod(a_shape[1:]), math.prod(out_type.get_shape()[2:]))
         return _Ukernel(name_, ROW_MAJOR, *sizes, _epilogue(name_)).text()
     a_type, _, out_type = types
-    rows, k, n = math.prod(a_type.get_shape()[:-1]), a_type.get_shape()[-1], out_type.get_shape()[-1]
-    return _Ukernel(name_, PANELS, 1, rows, k, n).text()
+    return strided_ukernel_ir(name_, math.prod(a_type.get_shape()[:-1]), a_type.get_shape()[-1], out_type.get_shape()[-1])
+
+
+def strided_ukernel_ir(name_: str, rows: int, k: int, n: int, a_stride: int | None = None, out_stride: int | None = None) -> str:
+    """LLVM IR defining `void @name_(ptr a, ptr b_panels, ptr out)`: out = a @ b on b's panels,
+    a's rows `a_stride` floats apart and out's `out_stride` floats apart (default k and n)."""
+    return _Ukernel(name_, PANELS, 1, rows, k, n, a_stride=a_stride, out_stride=out_stride).text()
 
 
 class _Ukernel(LLVMText):
+    """The ukernel's IR. a's rows lie `a_stride` floats apart (k: contiguous) and out's rows
+    `out_stride` floats apart (n), so that a and out may be strided views (`matrix_ir`)."""
+
     def __init__(
-        self, name: str, layout: str, images: int, rows: int, k: int, n: int, epilogue: Sequence[tile_epilogue.Step] = ()
+        self, name: str, layout: str, images: int, rows: int, k: int, n: int, epilogue: Sequence[tile_epilogue.Step] = (),
+        a_stride: int | None = None, out_stride: int | None = None,
     ):
         super().__init__()
         self.name, self.layout, self.images, self.rows, self.k, self.n = name, layout, images, rows, k, n
         self.epilogue = tuple(epilogue)
+        self.a_stride, self.out_stride = a_stride or k, out_stride or n
 
     def text(self) -> str:
         tile_rows = sorted({r for r in (ROWS, self.rows % ROWS) if r and r <= self.rows})
@@ -181,7 +191,7 @@ class _Ukernel(LLVMText):
         )
         for r in range(rows):
             for v in range(vectors):
-                e(f"  %c.{r}.{v} = getelementptr float, ptr %c, i64 {r * self.n + v * VECTOR}")
+                e(f"  %c.{r}.{v} = getelementptr float, ptr %c, i64 {r * self.out_stride + v * VECTOR}")
                 e(load(f"%old.{r}.{v}", f"%c.{r}.{v}", lanes(v)))
                 e(f"  %init.{r}.{v} = select i1 %first, {VECTOR_TYPE} zeroinitializer, {VECTOR_TYPE} %old.{r}.{v}")
         e("  br label %loop")
@@ -196,7 +206,7 @@ class _Ukernel(LLVMText):
             e(f"  %b.ptr.{v} = getelementptr float, ptr %b, i64 %b.at.{v}")
             e(load(f"%b.{v}", f"%b.ptr.{v}", lanes(v) if row_major else VECTOR))
         for r in range(rows):
-            e(f"  %a.at.{r} = add i64 %k, {r * self.k}")
+            e(f"  %a.at.{r} = add i64 %k, {r * self.a_stride}")
             e(f"  %a.ptr.{r} = getelementptr float, ptr %a, i64 %a.at.{r}")
             e(f"  %a.{r} = load float, ptr %a.ptr.{r}, align 4")
             self.lines += broadcast(f"%a.all.{r}", f"%a.{r}")
@@ -220,7 +230,7 @@ class _Ukernel(LLVMText):
             finish = tile_epilogue.TileEpilogue(self, self.epilogue)
             for r in range(rows):
                 for v in range(vectors):
-                    result = finish.apply(f"%sum.{r}.{v}", r, r * self.n + v * VECTOR, lanes(v))
+                    result = finish.apply(f"%sum.{r}.{v}", r, r * self.out_stride + v * VECTOR, lanes(v))
                     e(store(result, f"%c.{r}.{v}", lanes(v)))
         self.end()
 
@@ -249,7 +259,7 @@ class _Ukernel(LLVMText):
         e(f"  %b.column.values = call {VECTOR_TYPE} @llvm.masked.gather.v16f32.v16p0(<16 x ptr> %b.column.ptrs, i32 4, "
           f"<16 x i1> %j.valid, {VECTOR_TYPE} zeroinitializer)")
         for r in range(rows):
-            e(f"  %dot.a.at.{r} = add i64 %j, {r * self.k}")
+            e(f"  %dot.a.at.{r} = add i64 %j, {r * self.a_stride}")
             e(f"  %dot.a.ptr.{r} = getelementptr float, ptr %a, i64 %dot.a.at.{r}")
             e(f"  %dot.a.{r} = call {VECTOR_TYPE} @llvm.masked.load.v16f32.p0(ptr %dot.a.ptr.{r}, i32 4, <16 x i1> %j.valid, "
               f"{VECTOR_TYPE} zeroinitializer)")
@@ -318,8 +328,8 @@ class _Ukernel(LLVMText):
         first, last = flags
 
         def call(rows: int, row: str) -> None:
-            a_r = self.pointer(a, self.value(f"mul i64 {row}, {self.k}"))
-            c_r = self.pointer(c, self.value(f"mul i64 {row}, {self.n}"))
+            a_r = self.pointer(a, self.value(f"mul i64 {row}, {self.a_stride}"))
+            c_r = self.pointer(c, self.value(f"mul i64 {row}, {self.out_stride}"))
             epilogue = f", i1 {last}{tile_epilogue.arguments(self, self.epilogue, row, c_r)}" if self.epilogue else ""
             self.emit(f"  call void {self._tile_name(rows, columns)}(ptr {a_r}, ptr {b}, ptr {c_r}, i64 {kc}, i1 {first}{epilogue})")
 

@@ -20,7 +20,8 @@ where d0 alone is one of its indices (linalg would take d0's bound from that dim
 Row-local softmax/layer_norm (per-row statistics in a row-sized temporary), matmul looping
 (m, k, n) or blocked (mb, nb, kb, mi, ki, ni), ukernel calls (`ukernels.py`: rows of their
 first argument, out and a tile epilogue's residual, all of the others; a chunk calls the
-ukernel for its rows) and elementwise kernels split; reductions over d0, gathers and reads at
+ukernel for its rows; a batched GEMM's strided views, `ukernels.strided_by_rows`, are passed
+from the chunk's first row, whole in type, and may be written) and elementwise kernels split; reductions over d0, gathers and reads at
 computed indices (`memref.load`, `linalg.index` of d0) do not. A loop nest writing only
 temporaries that a ukernel call reads whole (b's panels, packed at run time) runs whole in
 every chunk.
@@ -87,8 +88,12 @@ def row_split(kernel: func.FuncOp) -> RowSplit | None:
     extents: set[int] = set()
     for call in calls:
         call_sliced = ukernels.sliced_by_rows(call)
-        call_whole = set(call.arguments) - call_sliced
-        extents.add(call.arguments[-1].type.get_shape()[0])
+        call_strided = ukernels.strided_by_rows(call)
+        call_whole = set(call.arguments) - call_sliced - call_strided.keys()
+        extents.add(ukernels.rows(call))
+        for operand, step in call_strided.items():
+            if operand not in args or strided.setdefault(operand, step * ukernels.rows(call)) != step * ukernels.rows(call):
+                return None
         sliced |= call_sliced
         whole |= call_whole
     for generic in generics:
@@ -115,7 +120,8 @@ def row_split(kernel: func.FuncOp) -> RowSplit | None:
                 whole.add(operand)
     outputs = [o for g in generics for o in g.outputs] + [c.arguments[-1] for c in calls]
     written_args = {o for o in outputs if o in args}
-    if sliced & whole or strided.keys() & (sliced | whole) or written_args - sliced or 0 in extents:
+    written_strided = {c.arguments[-1] for c in calls} & strided.keys()  # a view that a ukernel writes
+    if sliced & whole or strided.keys() & (sliced | whole) or written_args - sliced - written_strided or 0 in extents:
         return None  # (no rows: nothing to split)
     units = math.gcd(*extents)
 

@@ -95,10 +95,30 @@ def sliced_by_rows(ukernel_call: func.CallOp) -> set[SSAValue]:
     sliced = {*parts.like_out, parts.first}
     if _kind(ukernel_call.callee.string_value()) is batched_gemm:
         sliced.add(parts.data)
-        first, out = parts.first.type.get_shape(), parts.like_out[-1].type.get_shape()
-        if len(first) != len(out) or first[0] != out[0]:
+        first, batch = parts.first.type.get_shape(), parts.data.type.get_shape()[:-1]  # the panels': out's batch dims
+        if len(first) != len(batch) + 2 or first[0] != batch[0]:
             sliced.discard(parts.first)
-    return sliced
+    return sliced - strided_by_rows(ukernel_call).keys()
+
+
+def strided_by_rows(ukernel_call: func.CallOp) -> dict[SSAValue, int]:
+    """The operands that are strided views (a batched GEMM's a or out, `batched_gemm.view_name`),
+    each with the floats between its rows: a row chunk passes them whole in type, from its
+    first row."""
+    name = ukernel_call.callee.string_value()
+    if _kind(name) is not batched_gemm:
+        return {}
+    a, _, out = ukernel_call.arguments
+    steps = batched_gemm.strided_by_rows(name)
+    return {value: step for value, step in zip((a, out), steps) if step is not None}
+
+
+def rows(ukernel_call: func.CallOp) -> int:
+    """The rows of `ukernel_call` that row chunks split: out's leading dim, or the panels' for a
+    batched GEMM (out's batch dims, also where out is a view)."""
+    name = ukernel_call.callee.string_value()
+    rows_of = ukernel_call.arguments[1 if _kind(name) is batched_gemm else -1]
+    return rows_of.type.get_shape()[0]
 
 
 def channel_units(ukernel_call: func.CallOp) -> tuple[int, int, bool] | None:

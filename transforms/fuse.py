@@ -22,8 +22,15 @@ How groups form, in order:
    - an injective group: the paths and the end are elementwise/injective;
    - an anchor group (matmul, conv2d, pooling): the paths and the end are elementwise (epilogue);
    - an operand prologue (XLA's operand fusion): a group of reshape, transpose and broadcast_to
-     whose results are used only as operand b of matmuls in one anchor group merges into it
-     (the matmul's lowering reads b where it lives, as it packs it: K transposed in attention);
+     whose results are used only as operands of matmuls in one anchor group merges into it:
+     as b (the matmul's lowering reads b where it lives, as it packs it: K transposed in
+     attention), or as a when a is a strided view with contiguous rows (`strided_view.py`)
+     of a value from outside the group and b is computed (Q's heads: the batched GEMM reads a
+     through the view);
+   - an output view: reshapes and transposes that take the result of an anchor group's one
+     matmul (b computed; nothing after it in the group but such ops) into a strided view with
+     contiguous rows of their own result merge into it (attention's head merge after P @ V:
+     the batched GEMM writes through the view); nothing merges after an output view;
    - a reduction group ends fusion (no op is fused after a reduction);
    - at most `max-anchors` anchors/reductions and `max-ops` ops per group; never a cycle.
    A reshape that only inserts or drops unit dims counts as elementwise here (TVM's expand_dims).
@@ -55,6 +62,7 @@ from xdsl.utils.exceptions import PassFailedException
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import is_splat
 from graphopt.dialects.graph import Category, category_of
+from graphopt.transforms.strided_view import read_view, written_view
 from graphopt.transforms.subgraph import GroupNamer, is_convex, outline, sort_block_topologically, topological_order
 
 NO_FUSE = "graph.no_fuse"
@@ -62,7 +70,9 @@ SMALL_CONSTANT_ELEMENTS = 64
 """A non-splat constant with at most this many elements is cheap enough to duplicate."""
 
 PROLOGUE_OPS = frozenset({"graph.reshape", "graph.transpose", "graph.broadcast_to"})
-"""The ops of a group that may merge into the matmuls reading it as operand b (operand prologue)."""
+"""The ops of a group that may merge into the matmuls reading it (operand prologue)."""
+VIEW_OPS = frozenset({"graph.reshape", "graph.transpose"})
+"""The ops of a strided view (`strided_view.py`): operand a's prologue, a matmul's output view."""
 
 _LEVEL = {Category.ELEMENTWISE: 0, Category.INJECTIVE: 1, Category.REDUCTION: 2, Category.ANCHOR: 3, Category.OPAQUE: 4}
 _HEAVY = (Category.ANCHOR, Category.REDUCTION)
@@ -437,15 +447,18 @@ class _BlockFusion:
             if group.fixed is not None:
                 return group.fixed
         kind = producer.category
-        if path or not self._is_operand_prologue(producer, end):
+        if path or not (self._is_operand_prologue(producer, end) or self._is_output_view(producer, end)):
             for group in (*path, end):
                 if not _may_follow(kind, group.category, is_end=group is end):
                     return f"{kind.value} into {group.category.value}"
+            if _view_tail(producer):
+                return "an output view ends its group"
         return self._limits([producer, *path, end])
 
     def _is_operand_prologue(self, producer: Group, end: Group) -> bool:
         """Whether `producer` (reshape, transpose and broadcast_to only) has results used only as
-        operand b of matmuls in the anchor group `end`."""
+        operands of matmuls in the anchor group `end`: as b, or as a when a is a strided view
+        with contiguous rows of a value from outside `producer` and b is computed."""
         g = self.graph
         if end.category is not Category.ANCHOR or any(op.name not in PROLOGUE_OPS for op in producer.ops):
             return False
@@ -454,9 +467,31 @@ class _BlockFusion:
                 user = use.operation
                 if user in producer.ops:
                     continue
-                if not (isinstance(user, graph.MatmulOp) and use.index == 1 and user in g.group_of and g.group(user) is end):
+                if not (isinstance(user, graph.MatmulOp) and user in g.group_of and g.group(user) is end):
+                    return False
+                if use.index == 0 and not _reads_view(user, producer):
                     return False
         return True
+
+    def _is_output_view(self, producer: Group, end: Group) -> bool:
+        """Whether `end` (reshapes and transposes) takes the result of the one matmul of
+        `producer` (b computed), after the view ops `producer` already ends with, into a strided
+        view with contiguous rows of its own result (`strided_view.written_view`)."""
+        matmuls = [op for op in producer.ops if isinstance(op, graph.MatmulOp)]
+        if len(matmuls) != 1 or _is_constant(matmuls[0].b) or any(op.name not in VIEW_OPS for op in end.ops):
+            return False
+        (matmul,) = matmuls
+        chain = [matmul]
+        while chain[-1].results[0].has_one_use():
+            user = chain[-1].results[0].first_use.operation
+            if user.name not in VIEW_OPS or user not in {*producer.ops, *end.ops}:
+                break
+            chain.append(user)
+        after = {op for op in producer.ops if self.graph.position[op] > self.graph.position[matmul]}
+        if {*after, *end.ops} != set(chain[1:]):
+            return False
+        strides = written_view(matmul.results[0], chain[-1].results[0])
+        return strides is not None and strides[-1] == 1
 
     def _limits(self, groups: list[Group]) -> str | None:
         if sum(grp.heavy for grp in groups) > self.options.max_anchors:
@@ -556,6 +591,28 @@ def _needed_outside(value: SSAValue, members: set[Operation], absorbed: set[Oper
         elif user not in members:
             return True
     return False
+
+
+def _reads_view(matmul: graph.MatmulOp, prologue: Group) -> bool:
+    """Whether the matmul's a is a strided view with contiguous rows of a value from outside
+    `prologue`, with out's batch dims, and its b is computed: the batched GEMM reads a there."""
+    view = read_view(matmul.a, lambda value: value.owner not in prologue.ops)
+    same_batch = matmul.a.type.get_shape()[:-2] == matmul.result.type.get_shape()[:-2]
+    return view is not None and view[1][-1] == 1 and same_batch and not _is_constant(matmul.b)
+
+
+def _view_tail(group: Group) -> bool:
+    """Whether the group's matmul result goes on into a transpose or a reshape that moves
+    elements (an output view: nothing may follow it in the group)."""
+    return any(
+        op.name in VIEW_OPS and _fusion_category(op) is not Category.ELEMENTWISE and isinstance(op.operands[0].owner, graph.MatmulOp)
+        and op.operands[0].owner in group.ops
+        for op in group.ops
+    )
+
+
+def _is_constant(value: SSAValue) -> bool:
+    return isinstance(value.owner, graph.ConstantOp)
 
 
 def _may_follow(producer: Category, consumer: Category, is_end: bool) -> bool:

@@ -14,6 +14,7 @@ from graphopt.lowering import batched_gemm, packed_gemm, ukernels
 from graphopt.lowering.linalg.indexing import broadcast_index, dims_of, shape_of
 from graphopt.lowering.llvm_text import VECTOR
 from graphopt.lowering.linalg.scalar import by_type, element_of
+from graphopt.transforms.strided_view import Strides, read_view
 
 if TYPE_CHECKING:
     from graphopt.lowering.linalg.loop_body import Kernel
@@ -51,10 +52,7 @@ def lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
         kernel.builder.insert(ukernels.call(packed_gemm.name([v.type for v in operands]), operands))
         return
     if kernel.schedule.packs_at_run_time(op):
-        panels = _packed_panels(kernel, op)
-        operands = [kernel.materialize(op.a), panels, out]
-        kind = batched_gemm if len(shape_of(panels)) > 1 else packed_gemm
-        kernel.builder.insert(ukernels.call(kind.name([v.type for v in operands]), operands))
+        _call_packed_at_run_time(kernel, op, out)
         return
     out_shape = shape_of(op.result)
     rank = len(out_shape)
@@ -81,6 +79,53 @@ def lower_matmul(kernel: Kernel, op: graph.MatmulOp, out: SSAValue) -> None:
     body.finish([by_type(arith.AddfOp, arith.AddiOp)(body, op, body.output(0), product)])
 
 
+def lower_matmul_into_view(kernel: Kernel, op: graph.MatmulOp, out: SSAValue, strides: Strides) -> bool:
+    """`lower_matmul` writing op's result into `out` at `strides` (a view of out's buffer,
+    `transforms/strided_view.py`: attention's head merge) when it runs as the batched GEMM
+    ukernel, which writes it there; False, lowering nothing, otherwise."""
+    if not (kernel.schedule.packs_at_run_time(op) and _has_batch_matrices(op) and strides[-1] == 1):
+        return False
+    _call_packed_at_run_time(kernel, op, out, strides[:-1])
+    return True
+
+
+def _call_packed_at_run_time(kernel: Kernel, op: graph.MatmulOp, out: SSAValue, out_view: Strides | None = None) -> None:
+    """b packed into a temporary (`_packed_panels`), then the packed GEMM ukernel, or the batched
+    one when b has batch matrices. The batched one reads a where it lives when a is a strided
+    view of one of the kernel's arguments (Q's heads: `transforms/strided_view.py`) and writes
+    out at `out_view` (the strides of out's batch dims and rows) when given."""
+    panels = _packed_panels(kernel, op)
+    if not _has_batch_matrices(op):
+        operands = [kernel.materialize(op.a), panels, out]
+        kernel.builder.insert(ukernels.call(packed_gemm.name([v.type for v in operands]), operands))
+        return
+    a_view = _read_view(kernel, op)
+    a = kernel.materialize(op.a) if a_view is None else a_view[0]
+    operands = [a, panels, out]
+    if a_view is None and out_view is None:
+        callee = batched_gemm.name([v.type for v in operands])
+    else:
+        sizes = (*shape_of(op.result)[:-1], shape_of(op.a)[-1], shape_of(op.result)[-1])
+        callee = batched_gemm.view_name(sizes, (a.type.get_shape(), a_view and a_view[1]), (out.type.get_shape(), out_view))
+    kernel.builder.insert(ukernels.call(callee, operands))
+
+
+def _read_view(kernel: Kernel, op: graph.MatmulOp) -> tuple[SSAValue, Strides] | None:
+    """(an argument's buffer, the strides of a's batch dims and rows) when a is a strided view
+    of a kernel argument with a's batch dims those of out and its rows contiguous."""
+    if op.a in kernel.buffers or shape_of(op.a)[:-2] != shape_of(op.result)[:-2]:
+        return None
+    view = read_view(op.a, lambda value: value in kernel.buffers)
+    if view is None or view[1][-1] != 1 or kernel.buffers[view[0]] not in kernel.block.args:
+        return None
+    return kernel.buffers[view[0]], view[1][:-1]
+
+
+def _has_batch_matrices(op: graph.MatmulOp) -> bool:
+    """Whether b has batch dims of more than one element: packed per batch matrix of out."""
+    return any(size > 1 for size in shape_of(op.b)[:-2])
+
+
 def _packed_panels(kernel: Kernel, op: graph.MatmulOp) -> SSAValue:
     """A temporary holding b packed into panels (`packed_gemm.pack_panels`' layout), written by
     loop nests that read b through the group's scalar code: a transpose of K is read strided
@@ -93,7 +138,7 @@ def _packed_panels(kernel: Kernel, op: graph.MatmulOp) -> SSAValue:
     """
     b_shape, out_shape = shape_of(op.b), shape_of(op.result)
     k_size, n_size = b_shape[-2:]
-    batch_shape = out_shape[:-2] if any(size > 1 for size in b_shape[:-2]) else ()
+    batch_shape = out_shape[:-2] if _has_batch_matrices(op) else ()
     panels = kernel.temporary((*batch_shape, packed_gemm.packed_size(k_size, n_size)), element_of(op.b))
     full, rest = divmod(n_size, packed_gemm.PANEL)
     width = -(-rest // VECTOR) * VECTOR

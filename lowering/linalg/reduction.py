@@ -122,13 +122,31 @@ class RowMath:
         return self.body.constant(value, self.element)
 
 
+EXP_FLOOR = -87.0
+"""Below this, e^x is a subnormal f32 (e^-87.34 is the least normal one), which the CPU computes
+and adds slowly: a softmax term of an exponent under it counts as 0 (`_softmax_term`)."""
+
+
+def _softmax_term(body: LoopBody, element: Attribute, x: SSAValue) -> SSAValue:
+    """e^x, or 0 where x < EXP_FLOOR (NaN stays NaN). A term under e^-87 changes the row's sum
+    by less than 2e-38 of the max's 1. Masked scores (-10000: half of a causal mask's) made
+    every masked term subnormal. Softmax, 1 thread on this 2-core AMD EPYC, before -> after:
+    4x128x128 with a causal mask 29.2 -> 18.2 us, without 17.9 -> 18.2 us; 4x197x197 82-85 ->
+    55-58 us and 44-45 -> 45-48 us. Raising x to the floor before exp as well (no subnormal
+    inside exp either) gave 49-51 us masked but 49-53 us unmasked at 197."""
+    m = RowMath(body, element)
+    underflows = body.emit(arith.CmpfOp(x, m.constant(EXP_FLOOR), "olt"))
+    return body.emit(arith.SelectOp(underflows, m.constant(0.0), m(mathd.ExpOp, x)))
+
+
 def lower_softmax(kernel: Kernel, op: graph.AxisNormalizationOp, out: SSAValue) -> None:
     """Row max, row sum of exp(x - max) (softmax also stores each exp in out), then out times
     the row's 1 / sum, which LLVM computes once per row (log_softmax: x - max - log sum).
 
     The max only shifts exp's argument, so on the CPU it is `maxnumf`, which skips NaN and
     vectorizes to half the instructions of NaN-propagating `maximumf`: a NaN in a row still
-    makes its sum, and so the whole row, NaN.
+    makes its sum, and so the whole row, NaN. softmax's terms under e^EXP_FLOOR are 0
+    (`_softmax_term`: no subnormal arithmetic).
     """
     x, element = op.x, element_of(op.x)
     reduced = {op.get("axis") % len(shape_of(x))}
@@ -146,7 +164,7 @@ def lower_softmax(kernel: Kernel, op: graph.AxisNormalizationOp, out: SSAValue) 
     is_softmax = isinstance(op, graph.SoftmaxOp)
     store_terms = is_softmax and kernel.schedule.softmax_stores_terms()
     row_sum = _row_statistic(
-        kernel, x, reduced, arith.AddfOp, graph.ReduceSumOp.IDENTITY.of(element), lambda body: body.emit(mathd.ExpOp(shifted(body, row_max))),
+        kernel, x, reduced, arith.AddfOp, graph.ReduceSumOp.IDENTITY.of(element), lambda body: _softmax_term(body, element, shifted(body, row_max)),
         terms_into=out if store_terms else None,
     )
     body = kernel.parallel(out)
@@ -155,7 +173,7 @@ def lower_softmax(kernel: Kernel, op: graph.AxisNormalizationOp, out: SSAValue) 
     if store_terms:
         result = m(arith.MulfOp, body.output(0), m(arith.DivfOp, m.constant(1.0), total))
     elif is_softmax:
-        result = m(arith.DivfOp, m(mathd.ExpOp, shifted(body, row_max)), total)
+        result = m(arith.DivfOp, _softmax_term(body, element, shifted(body, row_max)), total)
     else:
         result = m(arith.SubfOp, shifted(body, row_max), m(mathd.LogOp, total))
     body.finish([result])
