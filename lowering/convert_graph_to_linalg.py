@@ -193,15 +193,16 @@ def kernel_sources(main: func.FuncOp, backend: str | None = None) -> list[tuple[
 
 def kernel_names(groups: Sequence[Operation]) -> list[str]:
     """Each group's kernel name, as the convert-graph-to-* passes name it in its function
-    (`kernel_sources`), made unique among `groups` with a suffix `_<n>` where two share one:
-    what a backend compiling these groups names their kernels."""
+    (`kernel_sources`), made unique among `groups` with a suffix `_<n>` where two share one
+    (a group named "" is named "group"): what a backend compiling these groups names their
+    kernels."""
     names: dict[Operation, str] = {}
     for function in dict.fromkeys(group.parent_op() for group in groups):
         if isinstance(function, func.FuncOp) and function.body.blocks:
             names.update(kernel_sources(function))
     unique: list[str] = []
     for group in groups:
-        name = names.get(group) or Group.of(group).name
+        name = names.get(group) or Group.of(group).name or "group"
         candidate, n = name, 0
         while candidate in unique:
             n += 1

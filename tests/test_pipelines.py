@@ -71,6 +71,26 @@ def test_kernel_names_are_unique_in_one_compile():
         np.testing.assert_array_equal(out, np.maximum(x, 0))
 
 
+def test_groups_named_empty_compile_under_a_name_of_their_own():
+    """A group named "" (the mutation fuzzer wrote one) beside a group placed on another backend
+    once gave two LLVM functions one name."""
+    module = parse_text(
+        "func.func @main(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {\n"
+        '  %0 = graph.fused(%x, %w) {name = "matmul_0", mode = "compile", backend = "blas"} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> {\n'
+        "  ^bb0(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>):\n    %m = graph.matmul %a, %b : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>\n"
+        "    graph.yield %m : tensor<4x16xf32>\n  }\n"
+        '  %1 = graph.fused(%0) {name = "", mode = "compile"} : (tensor<4x16xf32>) -> tensor<4x16xf32> {\n'
+        "  ^bb0(%c: tensor<4x16xf32>):\n    %r = graph.relu %c : tensor<4x16xf32>\n    graph.yield %r : tensor<4x16xf32>\n  }\n"
+        "  func.return %1 : tensor<4x16xf32>\n}\n"
+    )
+    groups = [op for op in module.body.block.first_op.body.block.ops if op.name == "graph.fused"]
+    assert kernel_names(groups) == ["matmul_0", "group"]
+    x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)
+    w = np.linspace(-1, 1, 128, dtype=np.float32).reshape(8, 16)
+    (got,) = graphopt.compile(module, backends=("cpu",), threads=1)(x, w)
+    np.testing.assert_allclose(got, np.maximum(x @ w, 0), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_repeated_blocks_share_their_code_with_their_own_weights(threads):
     """Three dense layers of one shape and other weights: one kernel's code, three results."""
