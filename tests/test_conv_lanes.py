@@ -127,7 +127,7 @@ def test_rows_whose_super_tile_is_too_long_keep_the_other_ukernels():
     assert lanes_calls(conv_layer((1, 8, 3, 19), sample((16, 8, 3, 3), specials=False))) == []
 
 
-def test_schedule_takes_full_blocks_of_output_channels_and_small_1x1s():
+def test_schedule_takes_nearly_full_blocks_of_output_channels_and_small_1x1s():
     def taken(x_shape, w_shape, strides=(1, 1), groups=1):
         module = conv_layer(x_shape, sample(w_shape, specials=False), strides, groups=groups)
         (conv,) = (op for op in module.walk() if isinstance(op, graph.Conv2dOp))
@@ -141,6 +141,7 @@ def test_schedule_takes_full_blocks_of_output_channels_and_small_1x1s():
     assert not taken((1, 64, 56, 56), (256, 64, 1, 1))  # 1x1s at 56, 28 and 7: the GEMM
     assert not taken((1, 2048, 7, 7), (512, 2048, 1, 1))
     assert not taken((1, 3, 58, 58), (24, 3, 3, 3))  # 24 output channels: 8 idle lanes
+    assert taken((1, 512, 13, 13), (1000, 512, 1, 1))  # SqueezeNet's last conv: 8 of 1008 idle
     assert not taken((1, 32, 10, 10), (32, 16, 3, 3), groups=2)
     assert not taken((1, 1, 28, 28), (16, 1, 3, 3))  # one input channel: the depthwise ukernel
 
