@@ -43,16 +43,16 @@ from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.runtime.arrays import aligned_array, aligned_empty
 from graphopt.backends.steps import compile_kernels, placed_steps
-from graphopt.runtime.executable import Executable, Kernel
+from graphopt.runtime.executable import Executable, Kernel, Step
 from graphopt.runtime.thread_pool import usable_cores
 from graphopt.transforms.subgraph import group_of, standalone
 
 FORMAT_VERSION = 1
 REPEAT = 10
 """Samples per measured kernel; its cost is their median."""
-PLAN_REPEAT = 20
-"""Samples per plan timed whole (`measure_plans`): few plans, each a whole function, and they
-decide between plans a few percent apart."""
+PLAN_REPEAT = 30
+"""Rounds of samples of the plans timed whole (`measure_plans`): few plans, each a whole
+function, and they decide between plans a few percent apart."""
 MIN_SAMPLE_SECONDS = 2e-4
 """A sample runs its kernel at least this long, so the timer's resolution and the Python call
 around a short kernel weigh little."""
@@ -133,22 +133,31 @@ def measure(pairs: Sequence[tuple[Backend, Operation]], repeat: int = REPEAT, th
     return _round_robin_medians(_compiled_runs(pairs, threads or default_threads()), repeat, on_sample)
 
 
-def measure_plans(functions: Sequence[FuncOp], threads: int | None = None, quiet: bool = False) -> list[float]:
+def measure_plans(functions: Sequence[FuncOp], threads: int | None = None, quiet: bool = False,
+                  compiled: list[Step] | None = None) -> list[float]:
     """Median seconds of one run of each placed function (every op of its block a group with a
     `backend`, as partition leaves it), compiled whole into an Executable and called on random
     inputs: what a plan costs as it will run, its kernels in sequence, native runs joined.
 
         seconds = measure_plans([placed_function_1, placed_function_2], threads=1)
 
-    PLAN_REPEAT samples each, round-robin over the plans as in `measure`, each sample after one
-    untimed call of its plan (so the caches hold the plan's own data, as when it runs again and
-    again, not the plan timed before); nothing is cached. A tqdm progress bar counts the samples
-    when stderr is a terminal, unless `quiet`."""
+    PLAN_REPEAT rounds of one sample of each plan, each round in another order (rotated), each
+    sample after one untimed call of its plan (so the caches hold the plan's own data, as when
+    it runs again and again, not the plan timed before). A plan's seconds are paired with the
+    first plan's: the first's median times the median, over the rounds, of the plan's sample
+    over the first's in that round, so a change of load between rounds cancels out of the
+    comparison. The plans' kernels are compiled together (a kernel several plans share compiles
+    once) and, with `compiled`, their steps appended to it (graphopt.compile takes the kept
+    plan's kernels from them); no timing is cached. A tqdm progress bar counts the samples when
+    stderr is a terminal, unless `quiet`."""
     threads = threads or default_threads()
+    plans = [placed_steps(function) for function in functions]
+    every_step = [step for steps in plans for step in steps]
+    compile_kernels(every_step, threads)
+    if compiled is not None:
+        compiled += every_step
     runs = []
-    for function in functions:
-        steps = placed_steps(function)
-        compile_kernels(steps, threads)
+    for function, steps in zip(functions, plans):
         executable = Executable(function.parent_op(), function, steps, threads)
         inputs = [aligned_array(a) for a in random_arrays([a.type for a in function.body.block.args])]
         outputs = tuple(aligned_empty(v.type.get_shape(), numpy_dtype(v.type.get_element_type()))
@@ -158,23 +167,33 @@ def measure_plans(functions: Sequence[FuncOp], threads: int | None = None, quiet
         runs.append(run)
     show = not quiet and sys.stderr.isatty()
     with tqdm(total=PLAN_REPEAT * len(runs), desc="timing whole plans", unit="sample", disable=not show) as bar:
-        return _round_robin_medians(runs, PLAN_REPEAT, bar.update, warm=True)
+        samples = _round_robin_samples(runs, PLAN_REPEAT, bar.update, warm=True)
+    first = statistics.median(samples[0])
+    return [first * statistics.median(s / f for s, f in zip(times, samples[0])) for times in samples]
 
 
 def _round_robin_medians(runs: Sequence[Callable[[], object]], repeat: int,
-                         on_sample: Callable[[], object] | None, warm: bool = False) -> list[float]:
-    """The median seconds of one call of each run: `repeat` samples each, taken round-robin, a
-    sample being as many calls as take MIN_SAMPLE_SECONDS (with `warm`, after one untimed call)."""
+                         on_sample: Callable[[], object] | None) -> list[float]:
+    """The median seconds of one call of each run over `_round_robin_samples`."""
+    return [statistics.median(times) for times in _round_robin_samples(runs, repeat, on_sample)]
+
+
+def _round_robin_samples(runs: Sequence[Callable[[], object]], repeat: int,
+                         on_sample: Callable[[], object] | None, warm: bool = False) -> list[list[float]]:
+    """Seconds of one call of each run, `repeat` samples each: round-robin, round r starting at
+    run r (so no run always follows the same one), a sample being as many calls as take
+    MIN_SAMPLE_SECONDS (with `warm`, after one untimed call); samples[i][r] is run i's in round r."""
     calls = [max(1, math.ceil(MIN_SAMPLE_SECONDS / _seconds_per_call(run, 1))) for run in runs]
     samples: list[list[float]] = [[] for _ in runs]
-    for _ in range(repeat):
-        for run, count, times in zip(runs, calls, samples):
+    for round_ in range(repeat):
+        for step in range(len(runs)):
+            index = (round_ + step) % len(runs)
             if warm:
-                run()
-            times.append(_seconds_per_call(run, count))
+                runs[index]()
+            samples[index].append(_seconds_per_call(runs[index], calls[index]))
             if on_sample is not None:
                 on_sample()
-    return [statistics.median(times) for times in samples]
+    return samples
 
 
 def _compiled_runs(pairs: Sequence[tuple[Backend, Operation]], threads: int) -> list[Callable[[], None]]:
