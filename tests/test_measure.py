@@ -106,8 +106,8 @@ def test_measuring_together_orders_kernels_by_their_work():
     "content, problem",
     [
         ("{not json", "Expecting property name"),
-        ('{"format": 1, "cpu": "Imaginary CPU 9000", "costs": {}}', "measured on another CPU ('Imaginary CPU 9000'"),
-        ('{"format": 0, "cpu": "%s", "costs": {}}', "format 0, expected 1"),
+        ('{"format": 2, "cpu": "Imaginary CPU 9000", "costs": {}}', "measured on another CPU ('Imaginary CPU 9000'"),
+        ('{"format": 1, "cpu": "%s", "costs": {}}', "format 1, expected 2"),
         ('["a list"]', "not a cost cache"),
     ],
 )
@@ -133,7 +133,7 @@ def test_failed_write_warns_once_and_leaves_the_old_file_and_no_partial_one(tmp_
     before = path.read_text()
 
     def failing_dump(data, stream, **kwargs):
-        stream.write('{"format": 1, "cp')
+        stream.write('{"format": 2, "cp')
         raise OSError("disk full")
 
     monkeypatch.setattr(json, "dump", failing_dump)

@@ -6,7 +6,9 @@ graphopt.compile and graph-opt run `RegistryPartitionPass`: the partition pass, 
 name and options, placing on the registered backends (`graphopt.backends`). Costs are each
 backend's analytic `estimate`, or with `measure` the timings of `graphopt.backends.measure`,
 cached on disk, and its few best plans timed whole (`measure.measure_plans`). The cost search
-charges the cost model's launch cost per kernel.
+charges the cost model's launch cost per kernel with estimates, none with measured costs (each
+kernel is timed as a plan calls it). The kernels of the plans timed whole are kept
+(`timed_steps`): graphopt.compile takes the kept plan's from them instead of compiling again.
 """
 
 from __future__ import annotations
@@ -31,10 +33,11 @@ class RegistryTargets:
 
     fallback = "reference"
     defaults = ("cpu", "blas")
-    launch_cost = KERNEL_LAUNCH_SECONDS
 
     def __init__(self, measure: bool = False, cache: str = "", threads: int = 0):
         self.cache = CostCache(cache or None) if measure else None
+        self.launch_cost = 0.0 if measure else KERNEL_LAUNCH_SECONDS
+        """Measured costs hold what a kernel's launch costs in a plan (`measure.measure`)."""
         self.threads = threads or None
         self.timed_steps: list[Step] = []
         """The compiled steps of the plans `time_plans` timed (graphopt.compile reuses the kept plan's)."""
