@@ -1,4 +1,4 @@
-"""Collage on whole models: cpu, ort, ONNX Runtime on the model and the measured mix, side by side (issue 18).
+"""Collage on whole models: cpu alone, ort alone, the measured mix and ONNX Runtime on the model, side by side (issue 18).
 
     python benchmarks/collage.py [--models resnet50,bert_layer] [--threads 1,2] [--repeat 10]
                                  [--quick] [--cache costs.json] [--json out.json]
@@ -9,25 +9,31 @@ Needs onnx and onnxruntime (`pip install -e ".[onnx]"`). The models are benchmar
 graphopt Executables of the same imported module:
 
 - cpu: `graphopt.compile(m, backends=("cpu",))`, every group on graphopt's LLVM kernels;
-- ort: `graphopt.compile(m, backends=("ort",))`, every group a small ONNX Runtime session;
+- ort: `graphopt.compile(m, backends=("ort",), search="cost", measure=True)`, graphopt's ort
+  backend alone as the measured search places it (the library-alone plan the mix is compared
+  with: one session per group, or groups merged into longer sessions, whichever it times
+  faster);
 - mixed: `graphopt.compile(m, backends=("cpu", "ort"), search="cost", measure=True)`, each
   group placed by the kernels' measured latencies (Collage's search, with long ORT pieces
   between cpu kernels), costs in `--cache`;
 
-and ONNX Runtime on the whole model (end_to_end.onnxruntime_runner: one session,
-ORT_ENABLE_ALL, I/O binding). The outputs are compared (a warning beyond rtol = atol = 1e-3),
-then timed interleaved (timing.interleaved_medians: alternating blocks of 4 calls, --repeat
-blocks each, medians).
-Each row gives the medians, the best of the three single plans (cpu, ort, ORT on the whole
-model) over the mix (above 1: the mix wins), the mix's plan (`ort 5 pieces (120 ops) / cpu 12
-kernels`), and the measurement time: the mixed compile (fusion, candidates, measuring the
-kernels not in the cache, with measure's progress bar on a terminal, search, timing the
-best plans whole, kernel compilation), how many kernel costs it measured, and of that time how
-long it spent timing whole plans (Collage's second level). The cache defaults to a new file per run,
-so that time is a cold one; pass `--cache` to keep and reuse the costs.
+and, apart, ONNX Runtime on the original model (end_to_end.onnxruntime_runner: one session,
+ORT_ENABLE_ALL, I/O binding): not one of graphopt's plans, since the search cannot choose the
+original graph. The outputs are compared (a warning beyond rtol = atol = 1e-3), then the four
+are timed interleaved in one run (timing.interleaved_medians: alternating blocks of 4 calls,
+for at least TIMING_SECONDS and --repeat blocks each, medians).
+Each row gives the medians, the best single backend (cpu or ort) over the mix (above 1: the
+mix wins), ORT on the model over the mix, whether the mix splits the work between the
+backends, the mix's plan (`ort 5 pieces (120 ops) / cpu 12 kernels`), and the measurement
+time: the mixed compile (fusion, candidates, measuring the kernels not in the cache, with
+measure's progress bar on a terminal, search, timing the best plans whole, kernel
+compilation), how many kernel costs it measured, and of that time how long it spent timing
+whole plans (Collage's second level). The cache defaults to a new file per run, so that time
+is a cold one; pass `--cache` to keep and reuse the costs (the ort column's search runs after
+the mix's, on the costs the mix measured).
 
 One child process per thread count, with models.py's environment (timing.thread_environment).
---quick: 2 blocks per model and, unless --models is given, resnet50 and bert_layer only.
+--quick: 2 blocks at least per model and, unless --models is given, resnet50 and bert_layer only.
 """
 
 from __future__ import annotations
@@ -66,8 +72,11 @@ DEFAULT_MODELS = ("resnet50", "inception_v1", "squeezenet", "shufflenet", "bert_
                   "whisper_stem")
 QUICK_MODELS = ("resnet50", "bert_layer")
 QUICK_ROUNDS = 2
-SINGLES = ("cpu", "ort", "ORT model")
-"""The single plans the mix is compared with."""
+TIMING_SECONDS = 3.0
+"""Interleaved timing per model at least this long: on the shared VM a few blocks of a fast
+model (shufflenet, 2 ms) moved its medians by 5%."""
+SINGLES = ("cpu", "ort")
+"""The single backends the mix is compared with."""
 
 
 def measure_model(name: str, threads: int, rounds: int, cache: str) -> dict:
@@ -76,7 +85,7 @@ def measure_model(name: str, threads: int, rounds: int, cache: str) -> dict:
     model = TRANSFORMER_MODELS[name]() if name in TRANSFORMER_MODELS else load_model(name)
     inputs = model_inputs(model, np.random.default_rng(0))
     module = graphopt.from_onnx(model)
-    executables = {backend: graphopt.compile(module, backends=(backend,), threads=threads) for backend in ("cpu", "ort")}
+    executables = {"cpu": graphopt.compile(module, backends=("cpu",), threads=threads)}
     known = len(CostCache(cache).costs)
     start = time.perf_counter()
     with whole_plan_timing() as whole_plan_seconds:
@@ -84,22 +93,28 @@ def measure_model(name: str, threads: int, rounds: int, cache: str) -> dict:
                                                 threads=threads, cost_cache=cache)
     search_seconds = time.perf_counter() - start
     measured = len(CostCache(cache).costs) - known
-    runners = {system: graphopt_runner(exe, inputs) for system, exe in executables.items()}
+    executables["ort"] = graphopt.compile(module, backends=("ort",), search="cost", measure=True, threads=threads,
+                                          cost_cache=cache)
+    runners = {system: graphopt_runner(executables[system], inputs) for system in ("cpu", "ort", "mixed")}
     runners["ORT model"] = onnxruntime_runner(model, inputs, threads)
     expected = np.array(runners["cpu"]())
     for system in ("ort", "mixed", "ORT model"):
         actual = runners[system]()
         if not np.allclose(actual, expected, rtol=1e-3, atol=1e-3):
             print(f"WARNING: {name}: {system} differs from cpu by up to {np.max(np.abs(actual - expected)):.3g}")
-    seconds = interleaved_medians(runners, 0.0, rounds)
+    seconds = interleaved_medians(runners, TIMING_SECONDS, rounds)
     best = min(SINGLES, key=seconds.__getitem__)
+    mixed = executables["mixed"]
     row = {"seconds": seconds, "best_single": best, "speedup": seconds[best] / seconds["mixed"],
-           "plan": plan_summary(executables["mixed"]), "search_seconds": search_seconds, "measured_kernels": measured,
-           "whole_plan_seconds": whole_plan_seconds[0]}
-    print(f"{name:<14} cpu {seconds['cpu'] * 1e3:7.2f} ms  ort {seconds['ort'] * 1e3:7.2f} ms  ORT model "
-          f"{seconds['ORT model'] * 1e3:7.2f} ms  mixed {seconds['mixed'] * 1e3:7.2f} ms  best single ({best})/mixed "
-          f"{row['speedup']:5.2f}x  (mixed: {row['plan']}; compiled in {search_seconds:.0f} s, {measured} kernels "
-          f"measured, {row['whole_plan_seconds']:.1f} s timing whole plans)", flush=True)
+           "ort_model_speedup": seconds["ORT model"] / seconds["mixed"],
+           "splits": len({step.backend for step in mixed.steps}) > 1, "plan": plan_summary(mixed),
+           "ort_plan": plan_summary(executables["ort"]), "search_seconds": search_seconds,
+           "measured_kernels": measured, "whole_plan_seconds": whole_plan_seconds[0]}
+    print(f"{name:<14} cpu {seconds['cpu'] * 1e3:7.2f} ms  ort {seconds['ort'] * 1e3:7.2f} ms  mixed "
+          f"{seconds['mixed'] * 1e3:7.2f} ms  best single ({best})/mixed {row['speedup']:5.2f}x  ORT model "
+          f"{seconds['ORT model'] * 1e3:7.2f} ms ({row['ort_model_speedup']:.2f}x)  (mixed: {row['plan']}; ort: "
+          f"{row['ort_plan']}; compiled in {search_seconds:.0f} s, {measured} kernels measured, "
+          f"{row['whole_plan_seconds']:.1f} s timing whole plans)", flush=True)
     return row
 
 
@@ -141,14 +156,16 @@ def plan_summary(executable: graphopt.Executable) -> str:
 
 def markdown_table(rows: dict[str, dict], threads: str) -> str:
     lines = [f"{threads} thread(s):", "",
-             "| model | cpu | ort | ORT, whole model | mixed | best single / mixed | mixed plan | measured search "
-             "(of it, timing whole plans) |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| model | cpu | ort (its plan) | mixed | best single / mixed | splits | mixed plan | measured search "
+             "(of it, timing whole plans) | ORT, original model (over mixed) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name, row in rows.items():
         s = row["seconds"]
-        lines.append(f"| {name} | {s['cpu'] * 1e3:.2f} ms | {s['ort'] * 1e3:.2f} ms | {s['ORT model'] * 1e3:.2f} ms | "
-                     f"{s['mixed'] * 1e3:.2f} ms | {row['speedup']:.2f}x ({row['best_single']}) | {row['plan']} | "
-                     f"{row['search_seconds']:.0f} s, {row['measured_kernels']} kernels ({row['whole_plan_seconds']:.1f} s) |")
+        lines.append(f"| {name} | {s['cpu'] * 1e3:.2f} ms | {s['ort'] * 1e3:.2f} ms ({row['ort_plan']}) | "
+                     f"{s['mixed'] * 1e3:.2f} ms | {row['speedup']:.2f}x ({row['best_single']}) | "
+                     f"{'yes' if row['splits'] else 'no'} | {row['plan']} | {row['search_seconds']:.0f} s, "
+                     f"{row['measured_kernels']} kernels ({row['whole_plan_seconds']:.1f} s) | "
+                     f"{s['ORT model'] * 1e3:.2f} ms ({row['ort_model_speedup']:.2f}x) |")
     return "\n".join(lines)
 
 
