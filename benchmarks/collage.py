@@ -9,10 +9,10 @@ Needs onnx and onnxruntime (`pip install -e ".[onnx]"`). The models are benchmar
 graphopt Executables of the same imported module:
 
 - cpu: `graphopt.compile(m, backends=("cpu",))`, every group on graphopt's LLVM kernels;
-- ort: `graphopt.compile(m, backends=("ort",), search="cost", measure=True)`, graphopt's ort
-  backend alone as the measured search places it (the library-alone plan the mix is compared
-  with: one session per group, or groups merged into longer sessions, whichever it times
-  faster);
+- ort: graphopt's ort backend alone as the mixed search placed it among the plans it timed
+  whole (the library-alone plan the mix is compared with: one session per group, or groups
+  merged into longer sessions, whichever it timed faster), compiled again; where the search
+  timed no ort plan, `graphopt.compile(m, backends=("ort",))`;
 - mixed: `graphopt.compile(m, backends=("cpu", "ort"), search="cost", measure=True)`, each
   group placed by the kernels' measured latencies (Collage's search, with long ORT pieces
   between cpu kernels), costs in `--cache`;
@@ -29,8 +29,7 @@ time: the mixed compile (fusion, candidates, measuring the kernels not in the ca
 measure's progress bar on a terminal, search, timing the best plans whole, kernel
 compilation), how many kernel costs it measured, and of that time how long it spent timing
 whole plans (Collage's second level). The cache defaults to a new file per run, so that time
-is a cold one; pass `--cache` to keep and reuse the costs (the ort column's search runs after
-the mix's, on the costs the mix measured).
+is a cold one; pass `--cache` to keep and reuse the costs.
 
 One child process per thread count, with models.py's environment (timing.thread_environment).
 --quick: 2 blocks at least per model and, unless --models is given, resnet50 and bert_layer only.
@@ -44,12 +43,15 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from xdsl.dialects.func import FuncOp
 
 import graphopt
 from graphopt.backends.measure import CostCache
+from graphopt.backends.steps import compile_kernels, placed_steps
 from graphopt.backends.targets import RegistryTargets
 from graphopt.dialects import graph
 
@@ -88,13 +90,13 @@ def measure_model(name: str, threads: int, rounds: int, cache: str) -> dict:
     executables = {"cpu": graphopt.compile(module, backends=("cpu",), threads=threads)}
     known = len(CostCache(cache).costs)
     start = time.perf_counter()
-    with whole_plan_timing() as whole_plan_seconds:
+    with whole_plan_timing() as second_level:
         executables["mixed"] = graphopt.compile(module, backends=("cpu", "ort"), search="cost", measure=True,
                                                 threads=threads, cost_cache=cache)
     search_seconds = time.perf_counter() - start
     measured = len(CostCache(cache).costs) - known
-    executables["ort"] = graphopt.compile(module, backends=("ort",), search="cost", measure=True, threads=threads,
-                                          cost_cache=cache)
+    executables["ort"] = fastest_timed_plan_on("ort", second_level.plans, threads) or graphopt.compile(
+        module, backends=("ort",), threads=threads)
     runners = {system: graphopt_runner(executables[system], inputs) for system in ("cpu", "ort", "mixed")}
     runners["ORT model"] = onnxruntime_runner(model, inputs, threads)
     expected = np.array(runners["cpu"]())
@@ -109,7 +111,7 @@ def measure_model(name: str, threads: int, rounds: int, cache: str) -> dict:
            "ort_model_speedup": seconds["ORT model"] / seconds["mixed"],
            "splits": len({step.backend for step in mixed.steps}) > 1, "plan": plan_summary(mixed),
            "ort_plan": plan_summary(executables["ort"]), "search_seconds": search_seconds,
-           "measured_kernels": measured, "whole_plan_seconds": whole_plan_seconds[0]}
+           "measured_kernels": measured, "whole_plan_seconds": second_level.seconds}
     print(f"{name:<14} cpu {seconds['cpu'] * 1e3:7.2f} ms  ort {seconds['ort'] * 1e3:7.2f} ms  mixed "
           f"{seconds['mixed'] * 1e3:7.2f} ms  best single ({best})/mixed {row['speedup']:5.2f}x  ORT model "
           f"{seconds['ORT model'] * 1e3:7.2f} ms ({row['ort_model_speedup']:.2f}x)  (mixed: {row['plan']}; ort: "
@@ -118,25 +120,48 @@ def measure_model(name: str, threads: int, rounds: int, cache: str) -> dict:
     return row
 
 
+@dataclass
+class SecondLevel:
+    """What the measured search's second level did: `seconds` spent compiling and timing plans
+    whole (`RegistryTargets.time_plans`), and each plan it timed (a placed function) with its seconds."""
+
+    seconds: float = 0.0
+    plans: list[tuple[FuncOp, float]] = field(default_factory=list)
+
+
 @contextmanager
-def whole_plan_timing() -> Iterator[list[float]]:
-    """[seconds] the measured search spends in Collage's second level inside the `with`:
-    compiling and timing its best plans whole (`RegistryTargets.time_plans`)."""
-    spent = [0.0]
+def whole_plan_timing() -> Iterator[SecondLevel]:
+    """The SecondLevel of the measured searches inside the `with`."""
+    second_level = SecondLevel()
     time_plans = RegistryTargets.time_plans
 
     def timed(targets: RegistryTargets, functions):
         start = time.perf_counter()
         try:
-            return time_plans(targets, functions)
+            seconds = time_plans(targets, functions)
+            second_level.plans += zip(functions, seconds)
+            return seconds
         finally:
-            spent[0] += time.perf_counter() - start
+            second_level.seconds += time.perf_counter() - start
 
     RegistryTargets.time_plans = timed
     try:
-        yield spent
+        yield second_level
     finally:
         RegistryTargets.time_plans = time_plans
+
+
+def fastest_timed_plan_on(backend: str, plans: list[tuple[FuncOp, float]], threads: int) -> graphopt.Executable | None:
+    """The fastest of the timed plans that run every step on `backend` (the search's plan of that
+    backend alone), as an Executable with kernels of its own; None if the search timed none."""
+    alone = [(function, seconds) for function, seconds in plans
+             if {step.backend for step in placed_steps(function)} == {backend}]
+    if not alone:
+        return None
+    function, _ = min(alone, key=lambda plan: plan[1])
+    steps = placed_steps(function)
+    compile_kernels(steps, threads)  # its own kernels: the mix's, shared, would rebind ORT's buffers each call
+    return graphopt.Executable(function.parent_op(), function, steps, threads)
 
 
 def plan_summary(executable: graphopt.Executable) -> str:

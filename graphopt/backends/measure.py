@@ -138,7 +138,8 @@ def measure(pairs: Sequence[tuple[Backend, Operation]], repeat: int = REPEAT, th
     kernels, so a change of load on the machine falls on all of them alike rather than on the
     one measured at that moment. `on_sample` is called after each sample. A kernel is timed as
     a plan runs it: a native one called at its address (`_kernel_call`), each sample after one
-    untimed call (in a plan its inputs were just written by the kernel before it), any other
+    untimed call where a call is shorter than a sample (in a plan its inputs were just written
+    by the kernel before it), any other
     through its Python call, its samples cold, plus PYTHON_CALL_IN_PLAN_SECONDS. On shufflenet
     at one thread (2026-11-25) the sum of the cpu kernels alone came to 1.02 and 1.07 of the
     plan run whole (0.77 and 0.80 with cold samples, 0.74 before, through the Python call and
@@ -146,7 +147,10 @@ def measure(pairs: Sequence[tuple[Backend, Operation]], repeat: int = REPEAT, th
     """
     runs = _compiled_runs(pairs, threads or default_threads())
     native = [is_native for _, is_native in runs]
-    samples = _round_robin_samples([run for run, _ in runs], repeat, on_sample, warm=native)
+    # a short kernel's inputs fill the caches in a large part of its call: warm them, as the
+    # kernel before it in a plan does; a long one is timed cold (its warm call would double its time)
+    warm = [is_native and _seconds_per_call(run, 1) < MIN_SAMPLE_SECONDS for run, is_native in runs]
+    samples = _round_robin_samples([run for run, _ in runs], repeat, on_sample, warm=warm)
     return [statistics.median(times) + (0.0 if is_native else PYTHON_CALL_IN_PLAN_SECONDS)
             for times, is_native in zip(samples, native)]
 
