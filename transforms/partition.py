@@ -184,8 +184,9 @@ were from 12% under to 33% over what their plans took whole."""
 _WHOLE_PLAN_TIE = 0.03
 """Plans timed whole within this fraction of the fastest are a tie, won by the plan first in
 order of preference (`_Partitioner._fastest_whole`): a backend's greedy plan alone, what
-`backends=(b,)` compiles, before a merged plan or a mix. The same plan timed twice in one
-`time_plans` call differed by up to 2% on the shared 2-core VM (2026-11-25)."""
+`backends=(b,)` compiles, before a merged plan or a mix. Issue 18's bound: the plan kept is
+never more than 3% slower, as timed, than the best backend alone; on the shared 2-core VM,
+plans a few percent apart swapped places between runs (shufflenet, 2026-11-25)."""
 _ABSORBED_CUTS = 2
 """How many cut units a piece of a session backend may take in (`_Partitioner._piece_plan`)."""
 
