@@ -142,7 +142,7 @@ def measure(pairs: Sequence[tuple[Backend, Operation]], repeat: int = REPEAT, th
     by the kernel before it), any other
     through its Python call, its samples cold, plus PYTHON_CALL_IN_PLAN_SECONDS. On shufflenet
     at one thread (2026-11-25) the sum of the cpu kernels alone came to 1.02 and 1.07 of the
-    plan run whole (0.77 and 0.80 with cold samples, 0.74 before, through the Python call and
+    plan run whole (0.72 to 0.98 with cold samples, 0.74 before, through the Python call and
     with 3 us charged per kernel), the ORT sessions' to 0.98 (0.86 before; 1.25 with warm samples).
     """
     runs = _compiled_runs(pairs, threads or default_threads())
