@@ -262,3 +262,12 @@ def test_the_kernels_of_a_plan_timed_whole_are_reused_where_they_compute_the_sam
         assert (steps[0].kernel is compiled[0].kernel) == reused
         (result,) = Executable(function.parent_op(), function, steps, threads=1)(x)
         np.testing.assert_allclose(result, np.maximum(x @ w, 0), rtol=1e-5, atol=1e-5)
+
+
+def test_only_a_kernel_called_from_python_is_charged_its_extra_cost_in_a_plan(monkeypatch):
+    """measure times a native kernel (cpu) at its address, and adds PYTHON_CALL_IN_PLAN_SECONDS
+    to a kernel without a native entry (the reference interpreter's, as an ORT session's)."""
+    monkeypatch.setattr(measuring, "PYTHON_CALL_IN_PLAN_SECONDS", 1.0)
+    group = mlp_group()
+    native, python = measuring.measure([(get_backend("cpu"), group), (get_backend("reference"), group)], repeat=3)
+    assert native < 1.0 <= python
