@@ -1,4 +1,4 @@
-"""Collage on whole models: cpu alone, ort alone, the measured mix and ONNX Runtime on the model, side by side (issue 18).
+"""Collage on whole models: cpu alone, ort alone, the mix and ONNX Runtime on the model, side by side (issue 18).
 
     python benchmarks/collage.py [--models resnet50,bert_layer] [--threads 1,2] [--repeat 10]
                                  [--quick] [--cache costs.json] [--json out.json]

@@ -632,7 +632,8 @@ class _Partitioner:
         if not self.options.measure or not all(u.placeable for u in self.flow.units):
             return cheapest
         near = [plan for plan in plans if self._plan_cost(plan) <= (1 + _WHOLE_PLAN_MARGIN) * self._plan_cost(cheapest)]
-        by_preference = [*(greedy for greedy, _ in singles), *(min(kind, key=self._plan_cost) for kind in [*singles, mixes])]
+        cheapest_of_each = [min(kind, key=self._plan_cost) for kind in [*singles, mixes]]
+        by_preference = [*(greedy for greedy, _ in singles), *cheapest_of_each]
         return self._fastest_whole([*by_preference, *near])
 
     def _fastest_whole(self, plans: list[list[Placement]]) -> list[Placement]:
