@@ -106,7 +106,7 @@ def compile(
         steps = placed_steps(function)
         if fallback == "error":
             _refuse_the_fallback(steps, entry)
-        compile_kernels(steps, threads)
+        compile_kernels(steps, threads, compiled=placing.registry.timed_steps)
     return Executable(module, function, steps, threads, pipeline, _backends_of(steps))
 
 

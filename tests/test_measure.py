@@ -22,7 +22,9 @@ from graphopt.backends.measure import (
     default_cache_path,
     measure_all,
 )
+from graphopt.backends.steps import compile_kernels, placed_steps
 from graphopt.parsing import make_context
+from graphopt.runtime.executable import Executable
 
 
 def mlp_group(rows: int = 8, x_name: str = "x", group_name: str | None = None) -> graph.FusedOp:
@@ -104,8 +106,8 @@ def test_measuring_together_orders_kernels_by_their_work():
     "content, problem",
     [
         ("{not json", "Expecting property name"),
-        ('{"format": 1, "cpu": "Imaginary CPU 9000", "costs": {}}', "measured on another CPU ('Imaginary CPU 9000'"),
-        ('{"format": 0, "cpu": "%s", "costs": {}}', "format 0, expected 1"),
+        ('{"format": 2, "cpu": "Imaginary CPU 9000", "costs": {}}', "measured on another CPU ('Imaginary CPU 9000'"),
+        ('{"format": 1, "cpu": "%s", "costs": {}}', "format 1, expected 2"),
         ('["a list"]', "not a cost cache"),
     ],
 )
@@ -131,7 +133,7 @@ def test_failed_write_warns_once_and_leaves_the_old_file_and_no_partial_one(tmp_
     before = path.read_text()
 
     def failing_dump(data, stream, **kwargs):
-        stream.write('{"format": 1, "cp')
+        stream.write('{"format": 2, "cp')
         raise OSError("disk full")
 
     monkeypatch.setattr(json, "dump", failing_dump)
@@ -237,3 +239,35 @@ def test_measure_plans_times_each_placed_function_whole(monkeypatch, capsys, ter
     seconds = measuring.measure_plans(functions, threads=1)
     assert len(seconds) == 2 and all(0 < s < 1 for s in seconds)
     assert ("timing whole plans" in capsys.readouterr().err) == terminal
+
+
+def dense_relu_module(weights: np.ndarray):
+    b = graphopt.GraphBuilder()
+    return b.finish(b.relu(b.matmul(b.input("x", (8, 16)), b.constant(weights))))
+
+
+def test_the_kernels_of_a_plan_timed_whole_are_reused_where_they_compute_the_same():
+    """measure_plans hands over the steps it compiled; compile_kernels gives a step the kernel of
+    a compiled step of the same name, backend, body and constant values, and compiles the others."""
+    weights = np.random.default_rng(0).standard_normal((16, 32)).astype(np.float32)
+    timed = graphopt.compile(dense_relu_module(weights), backends=("cpu",), threads=1).function
+    compiled = []
+    measuring.measure_plans([timed], threads=1, compiled=compiled)
+    assert len(compiled) == 1 and compiled[0].kernel is not None
+    x = np.random.default_rng(1).standard_normal((8, 16)).astype(np.float32)
+    for w, reused in ((weights, True), (weights + 1, False)):
+        function = graphopt.compile(dense_relu_module(w), backends=("cpu",), threads=1).function
+        steps = placed_steps(function)
+        compile_kernels(steps, threads=1, compiled=compiled)
+        assert (steps[0].kernel is compiled[0].kernel) == reused
+        (result,) = Executable(function.parent_op(), function, steps, threads=1)(x)
+        np.testing.assert_allclose(result, np.maximum(x @ w, 0), rtol=1e-5, atol=1e-5)
+
+
+def test_only_a_kernel_called_from_python_is_charged_its_extra_cost_in_a_plan(monkeypatch):
+    """measure times a native kernel (cpu) at its address, and adds PYTHON_CALL_IN_PLAN_SECONDS
+    to a kernel without a native entry (the reference interpreter's, as an ORT session's)."""
+    monkeypatch.setattr(measuring, "PYTHON_CALL_IN_PLAN_SECONDS", 1.0)
+    group = mlp_group()
+    native, python = measuring.measure([(get_backend("cpu"), group), (get_backend("reference"), group)], repeat=3)
+    assert native < 1.0 <= python

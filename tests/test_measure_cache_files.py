@@ -79,7 +79,8 @@ def test_a_nul_in_the_path_keeps_costs_in_memory_with_one_warning():
 )
 def test_hostile_json_is_ignored_with_one_warning_then_rewritten(tmp_path, costs, problem):
     path = tmp_path / "costs.json"
-    path.write_text(f'{{"format": 1, "cpu": {json.dumps(measuring.cpu_model())}, "costs": {{"k": {costs}}}}}')
+    cpu = json.dumps(measuring.cpu_model())
+    path.write_text(f'{{"format": {measuring.FORMAT_VERSION}, "cpu": {cpu}, "costs": {{"k": {costs}}}}}')
     cache, messages = loaded_with_warnings(path)
     assert len(messages) == 1 and "ignoring the cost cache" in messages[0] and problem in messages[0].lower()
     assert json.loads(path.read_text())["costs"] == {"k": 1e-3, "l": 2e-3}

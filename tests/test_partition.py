@@ -485,20 +485,36 @@ class WholePlanTargets(PieceTargets):
 def test_measured_search_keeps_the_plan_that_runs_fastest_whole(measure):
     """By the kernels' costs the library's pieces win (as in the test above); timed whole, "own"
     alone wins: its plan is the greedy one over "own" alone, each dense layer's matmul split
-    from its epilogue (a plan of every group whole on "own" does not exist). Only the best mix
-    and each backend alone are timed, and only with `measure`."""
+    from its epilogue (a plan of every group whole on "own" does not exist). Only each backend's
+    greedy plan, the cheaper of its plans alone and the best mix are timed (four distinct
+    plans), and only with `measure`."""
     targets = WholePlanTargets()
     module = dense_runs(2, 3)
     groups = place_on(targets, module, max_depth=2, measure=measure)
     backends = [g.backend.data for g in groups]
     if measure:
         assert backends == ["own"] * 13  # 6 matmuls, 6 epilogues, a softmax
-        assert len(targets.timed) == 3 and targets.timed.count(backends) == 1
+        assert len(targets.timed) == 4 and targets.timed.count(backends) == 1
     else:
         assert "library" in backends and targets.timed == []
     arrays = random_inputs(module.body.block.first_op, seed=0)
     np.testing.assert_allclose(graphopt.interpret(module, *arrays)[0], graphopt.interpret(dense_runs(2, 3), *arrays)[0],
                                rtol=1e-6)
+
+
+@pytest.mark.parametrize(("own_over_mix", "kept"), [(1.02, ["own"] * 13), (1.10, ["library", "own", "library"])])
+def test_a_backend_alone_wins_a_tie_with_a_faster_mix(own_over_mix, kept):
+    """Timed whole, "own" alone runs 2% slower than the mix: within the noise of the timings
+    (`_WHOLE_PLAN_TIE`), so "own" alone (its greedy plan, first in preference) is kept; 10%
+    slower, the mix is kept."""
+    def time_plans(functions):
+        seconds = {("own",): own_over_mix, ("library",): 2.0}  # any mix: 1.0
+        return [seconds.get(tuple({op.backend.data for op in top_level_ops(f.parent_op())}), 1.0) for f in functions]
+
+    targets = WholePlanTargets()
+    targets.time_plans = time_plans
+    groups = place_on(targets, dense_runs(2, 3), max_depth=2, measure=True)
+    assert [g.backend.data for g in groups] == kept
 
 
 class PricedRegistryTargets(RegistryTargets):

@@ -14,6 +14,7 @@ partitioner takes each backend's analytic `estimate` instead.
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import functools
 import hashlib
@@ -43,16 +44,17 @@ from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
 from graphopt.runtime.arrays import aligned_array, aligned_empty
 from graphopt.backends.steps import compile_kernels, placed_steps
-from graphopt.runtime.executable import Executable, Kernel
+from graphopt.runtime.executable import Executable, Kernel, Step
 from graphopt.runtime.thread_pool import usable_cores
 from graphopt.transforms.subgraph import group_of, standalone
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2 since 2026-11-25: kernels timed as a plan runs them (`measure`); costs of format 1 are ignored."""
 REPEAT = 10
 """Samples per measured kernel; its cost is their median."""
-PLAN_REPEAT = 20
-"""Samples per plan timed whole (`measure_plans`): few plans, each a whole function, and they
-decide between plans a few percent apart."""
+PLAN_REPEAT = 30
+"""Rounds of samples of the plans timed whole (`measure_plans`): few plans, each a whole
+function, and they decide between plans a few percent apart."""
 MIN_SAMPLE_SECONDS = 2e-4
 """A sample runs its kernel at least this long, so the timer's resolution and the Python call
 around a short kernel weigh little."""
@@ -60,6 +62,12 @@ BATCH = 256
 """Kernels `measure_all` measures together (round-robin) and then caches: an interrupted search
 keeps what it measured. The partitioner asks for a group's backends one after another, so they
 fall in one batch and see the same load."""
+PYTHON_CALL_IN_PLAN_SECONDS = 10e-6
+"""What a kernel called from Python (one with no native entry: an ONNX Runtime session) costs
+more in a plan than timed alone, added to its measured cost: called again and again alone, its
+state stays in the caches; in a plan it runs once between other kernels. On shufflenet at one
+thread (2026-11-25) each of 75 ORT sessions took a median 11 us more in the plan than alone,
+the plan 8 to 12 us per session more than their sum."""
 SMALL_INT_BOUND = 4
 """Random integer inputs lie in [0, SMALL_INT_BOUND), valid as indices of most axes."""
 
@@ -128,27 +136,50 @@ def measure(pairs: Sequence[tuple[Backend, Operation]], repeat: int = REPEAT, th
     The groups of one backend are compiled together, for `threads` (default: `default_threads()`). Each sample runs a kernel for at least
     MIN_SAMPLE_SECONDS (as many calls as that takes), and samples go round-robin over all the
     kernels, so a change of load on the machine falls on all of them alike rather than on the
-    one measured at that moment. `on_sample` is called after each sample.
+    one measured at that moment. `on_sample` is called after each sample. A kernel is timed as
+    a plan runs it: a native one called at its address (`_kernel_call`), each sample after one
+    untimed call where a call is shorter than a sample (in a plan its inputs were just written
+    by the kernel before it), any other
+    through its Python call, its samples cold, plus PYTHON_CALL_IN_PLAN_SECONDS. On shufflenet
+    at one thread (2026-11-25) the sum of the cpu kernels alone came to 1.02 and 1.07 of the
+    plan run whole (0.72 to 0.98 with cold samples, 0.74 before, through the Python call and
+    with 3 us charged per kernel), the ORT sessions' to 0.98 (0.86 before; 1.25 with warm samples).
     """
-    return _round_robin_medians(_compiled_runs(pairs, threads or default_threads()), repeat, on_sample)
+    runs = _compiled_runs(pairs, threads or default_threads())
+    native = [is_native for _, is_native in runs]
+    # a short kernel's inputs fill the caches in a large part of its call: warm them, as the
+    # kernel before it in a plan does; a long one is timed cold (its warm call would double its time)
+    warm = [is_native and _seconds_per_call(run, 1) < MIN_SAMPLE_SECONDS for run, is_native in runs]
+    samples = _round_robin_samples([run for run, _ in runs], repeat, on_sample, warm=warm)
+    return [statistics.median(times) + (0.0 if is_native else PYTHON_CALL_IN_PLAN_SECONDS)
+            for times, is_native in zip(samples, native)]
 
 
-def measure_plans(functions: Sequence[FuncOp], threads: int | None = None, quiet: bool = False) -> list[float]:
+def measure_plans(functions: Sequence[FuncOp], threads: int | None = None, quiet: bool = False,
+                  compiled: list[Step] | None = None) -> list[float]:
     """Median seconds of one run of each placed function (every op of its block a group with a
     `backend`, as partition leaves it), compiled whole into an Executable and called on random
     inputs: what a plan costs as it will run, its kernels in sequence, native runs joined.
 
         seconds = measure_plans([placed_function_1, placed_function_2], threads=1)
 
-    PLAN_REPEAT samples each, round-robin over the plans as in `measure`, each sample after one
-    untimed call of its plan (so the caches hold the plan's own data, as when it runs again and
-    again, not the plan timed before); nothing is cached. A tqdm progress bar counts the samples
-    when stderr is a terminal, unless `quiet`."""
+    PLAN_REPEAT rounds of one sample of each plan, each round in another order (rotated), each
+    sample after one untimed call of its plan (so the caches hold the plan's own data, as when
+    it runs again and again, not the plan timed before). A plan's seconds are paired with the
+    first plan's: the first's median times the median, over the rounds, of the plan's sample
+    over the first's in that round, so a change of load between rounds cancels out of the
+    comparison. The plans' kernels are compiled together (a kernel several plans share compiles
+    once) and, with `compiled`, their steps appended to it (graphopt.compile takes the kept
+    plan's kernels from them); no timing is cached. A tqdm progress bar counts the samples when
+    stderr is a terminal, unless `quiet`."""
     threads = threads or default_threads()
+    plans = [placed_steps(function) for function in functions]
+    every_step = [step for steps in plans for step in steps]
+    compile_kernels(every_step, threads)
+    if compiled is not None:
+        compiled += every_step
     runs = []
-    for function in functions:
-        steps = placed_steps(function)
-        compile_kernels(steps, threads)
+    for function, steps in zip(functions, plans):
         executable = Executable(function.parent_op(), function, steps, threads)
         inputs = [aligned_array(a) for a in random_arrays([a.type for a in function.body.block.args])]
         outputs = tuple(aligned_empty(v.type.get_shape(), numpy_dtype(v.type.get_element_type()))
@@ -158,27 +189,32 @@ def measure_plans(functions: Sequence[FuncOp], threads: int | None = None, quiet
         runs.append(run)
     show = not quiet and sys.stderr.isatty()
     with tqdm(total=PLAN_REPEAT * len(runs), desc="timing whole plans", unit="sample", disable=not show) as bar:
-        return _round_robin_medians(runs, PLAN_REPEAT, bar.update, warm=True)
+        samples = _round_robin_samples(runs, PLAN_REPEAT, bar.update, warm=[True] * len(runs))
+    first = statistics.median(samples[0])
+    return [first * statistics.median(s / f for s, f in zip(times, samples[0])) for times in samples]
 
 
-def _round_robin_medians(runs: Sequence[Callable[[], object]], repeat: int,
-                         on_sample: Callable[[], object] | None, warm: bool = False) -> list[float]:
-    """The median seconds of one call of each run: `repeat` samples each, taken round-robin, a
-    sample being as many calls as take MIN_SAMPLE_SECONDS (with `warm`, after one untimed call)."""
+def _round_robin_samples(runs: Sequence[Callable[[], object]], repeat: int,
+                         on_sample: Callable[[], object] | None, warm: Sequence[bool]) -> list[list[float]]:
+    """Seconds of one call of each run, `repeat` samples each: round-robin, round r starting at
+    run r (so no run always follows the same one), a sample being as many calls as take
+    MIN_SAMPLE_SECONDS (where `warm[i]`, after one untimed call); samples[i][r] is run i's in round r."""
     calls = [max(1, math.ceil(MIN_SAMPLE_SECONDS / _seconds_per_call(run, 1))) for run in runs]
     samples: list[list[float]] = [[] for _ in runs]
-    for _ in range(repeat):
-        for run, count, times in zip(runs, calls, samples):
-            if warm:
-                run()
-            times.append(_seconds_per_call(run, count))
+    for round_ in range(repeat):
+        for step in range(len(runs)):
+            index = (round_ + step) % len(runs)
+            if warm[index]:
+                runs[index]()
+            samples[index].append(_seconds_per_call(runs[index], calls[index]))
             if on_sample is not None:
                 on_sample()
-    return [statistics.median(times) for times in samples]
+    return samples
 
 
-def _compiled_runs(pairs: Sequence[tuple[Backend, Operation]], threads: int) -> list[Callable[[], None]]:
-    """For each pair, a call of its kernel on random inputs into preallocated outputs, run once."""
+def _compiled_runs(pairs: Sequence[tuple[Backend, Operation]], threads: int) -> list[tuple[Callable[[], object], bool]]:
+    """For each pair, a call of its kernel on random inputs into preallocated outputs, run once,
+    and whether the kernel is native (`Kernel.native`)."""
     functions = [standalone(group) for _, group in pairs]
     kernels: list[Kernel | None] = [None] * len(pairs)
     for backend in {id(b): b for b, _ in pairs}.values():
@@ -194,10 +230,25 @@ def _compiled_runs(pairs: Sequence[tuple[Backend, Operation]], threads: int) -> 
         results = group.results
         inputs = [aligned_array(arrays[v] if v in arrays else dense_to_numpy(v.owner.value)) for v in group.operands]
         outputs = [aligned_empty(r.type.get_shape(), numpy_dtype(r.type.get_element_type())) for r in results]
-        run = functools.partial(kernel, inputs, outputs)
+        run = _kernel_call(kernel, inputs, outputs)
         run()  # warm up: page faults, lazy initialization
-        runs.append(run)
+        runs.append((run, getattr(kernel, "native", None) is not None))
     return runs
+
+
+def _kernel_call(kernel: Kernel, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> Callable[[], object]:
+    """A call of `kernel` on these arrays. A native kernel (`Kernel.native`) is called at its
+    address with the arrays' addresses fixed, as the Executable calls consecutive native
+    kernels from native code: its Python call reads every array's address again (about 2 us
+    on a small kernel that takes 0.4 us in a plan, shufflenet 2026-11-25)."""
+    native = getattr(kernel, "native", None)
+    if native is None:
+        return functools.partial(kernel, inputs, outputs)
+    arrays = (*inputs, *native.constants, *outputs)
+    function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(arrays))(native.address)
+    call = functools.partial(function, *[a.ctypes.data for a in arrays])
+    call.owners = (kernel, arrays)  # its code and its arrays live while the call does
+    return call
 
 
 def _seconds_per_call(run: Callable[[], object], calls: int) -> float:

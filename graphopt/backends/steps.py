@@ -17,7 +17,7 @@ from xdsl.ir import Operation
 from graphopt.backends import get_backend
 from graphopt.dialects import graph
 from graphopt.errors import GraphoptError
-from graphopt.runtime.executable import Step
+from graphopt.runtime.executable import Kernel, Step
 from graphopt.runtime.saved import SavedKernels
 from graphopt.transforms.partition import PLACEMENT_REASON
 from graphopt.transforms.work import group_work
@@ -43,9 +43,16 @@ def placed_step(op: Operation) -> Step:
                 bytes_moved=work.bytes + work.constant_bytes)
 
 
-def compile_kernels(steps: Sequence[Step], threads: int, saved: Mapping[str, SavedKernels] | None = None) -> None:
+def compile_kernels(steps: Sequence[Step], threads: int, saved: Mapping[str, SavedKernels] | None = None,
+                    compiled: Sequence[Step] = ()) -> None:
     """Give each step its kernel; the steps of one backend are compiled together, or loaded
-    from its `saved` kernels (a saved Executable's)."""
+    from its `saved` kernels (a saved Executable's). A step that one of the `compiled` steps
+    (compiled for `threads`: the plans the measured search timed whole) computes the same, on
+    the same backend, takes its kernel instead: the plan kept is not compiled again."""
+    reused = _reused_kernels(steps, compiled)
+    for step in steps:
+        step.kernel = reused.get(step.name, step.kernel)
+    steps = [s for s in steps if s.name not in reused]
     for name in dict.fromkeys(s.backend for s in steps):
         placed, backend = [s for s in steps if s.backend == name], get_backend(name)
         groups = [s.op for s in placed]
@@ -58,3 +65,25 @@ def compile_kernels(steps: Sequence[Step], threads: int, saved: Mapping[str, Sav
             kernels = backend.compile(groups, threads)
         for step, kernel in zip(placed, kernels, strict=True):
             step.kernel = kernel
+
+
+def _reused_kernels(steps: Sequence[Step], compiled: Sequence[Step]) -> dict[str, Kernel]:
+    """The kernel of each step (by name) that a `compiled` step of the same name and backend
+    computes the same: the same body, and the same constants where constants are its operands."""
+    by_name = {(s.name, s.backend): s for s in compiled}
+    reused = {}
+    for step in steps:
+        twin = by_name.get((step.name, step.backend))
+        if twin is not None and twin.kernel is not None and _same_group(step.op, twin.op):
+            reused[step.name] = twin.kernel
+    return reused
+
+
+def _same_group(group: Operation, other: Operation) -> bool:
+    if len(group.operands) != len(other.operands) or not group.body.is_structurally_equivalent(other.body):
+        return False
+    for value, other_value in zip(group.operands, other.operands):
+        constant, other_constant = (isinstance(v.owner, graph.ConstantOp) for v in (value, other_value))
+        if constant != other_constant or (constant and value.owner.value != other_value.owner.value):
+            return False
+    return True
