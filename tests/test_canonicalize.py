@@ -76,3 +76,56 @@ def test_batch_one_attention_drops_its_unit_dim_and_matches_the_interpreter(thre
     assert unit_batch == ["graph.reshape"]  # the one restoring the result's type
     (compiled,) = graphopt.compile(module, backends=("cpu",), threads=threads)(*arrays)
     np.testing.assert_allclose(compiled, expected, rtol=1e-4, atol=1e-5, equal_nan=True)
+
+
+def batch_norm_module(parameters: list[np.ndarray], constant: bool):
+    """conv2d (3x3, 5 -> 7 channels at 9x11) -> batch_norm -> SiLU; the parameters constants or inputs."""
+    rng = np.random.default_rng(3)
+    b = GraphBuilder()
+    x = b.input("x", (1, 5, 9, 11))
+    w = b.constant((rng.standard_normal((7, 5, 3, 3)) / 6).astype(np.float32))
+    values = [b.constant(p) if constant else b.input(f"p{i}", p.shape) for i, p in enumerate(parameters)]
+    y = b.batch_norm(b.conv2d(x, w, padding=[1, 1, 1, 1]), *values, epsilon=1e-3)
+    return b.finish(b.mul(y, b.sigmoid(y)))
+
+
+def batch_norm_parameters(seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    scale, bias, mean = (rng.standard_normal(7).astype(np.float32) for _ in range(3))
+    return [scale, bias, mean, rng.uniform(0.1, 2.0, 7).astype(np.float32)]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_constant_batch_norm_becomes_a_multiply_and_add_that_matches_the_interpreter(threads):
+    """Constant batch_norm parameters fold to x * a + b (checked on the IR), on NaN, +-inf, +-0 and
+    huge inputs, an odd-sized conv with SiLU after it, compiled at 1 and 2 threads."""
+    parameters = batch_norm_parameters(seed=threads)
+    module = batch_norm_module(parameters, constant=True)
+    x = with_specials((1, 5, 9, 11), seed=threads)
+    (expected,) = graphopt.interpret(module, x)
+
+    canonical = module.clone()
+    CanonicalizePass().apply(make_context(), canonical)
+    assert not any(isinstance(op, graph.BatchNormOp) for op in canonical.walk())
+    (interpreted,) = graphopt.interpret(canonical, x)
+    (compiled,) = graphopt.compile(module, backends=("cpu",), threads=threads)(x)
+    for actual in (interpreted, compiled):
+        np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5, equal_nan=True)
+
+
+@pytest.mark.parametrize("case", ["zero variance and epsilon", "parameters are inputs"])
+def test_batch_norm_stays_when_its_factor_is_not_finite_or_not_constant(case):
+    """A zero var + epsilon (an infinite factor) or parameters that are not constants keep the
+    batch_norm; compiled, it still matches the interpreter."""
+    parameters = batch_norm_parameters(seed=5)
+    module = batch_norm_module(parameters, constant=case != "parameters are inputs")
+    if case == "zero variance and epsilon":
+        parameters[3][2] = -1e-3
+        module = batch_norm_module(parameters, constant=True)
+    canonical = module.clone()
+    CanonicalizePass().apply(make_context(), canonical)
+    assert any(isinstance(op, graph.BatchNormOp) for op in canonical.walk())
+    arrays = [with_specials((1, 5, 9, 11), seed=6)] + ([] if case == "zero variance and epsilon" else parameters)
+    (expected,) = graphopt.interpret(module, *arrays)
+    (compiled,) = graphopt.compile(module, backends=("cpu",))(*arrays)
+    np.testing.assert_allclose(compiled, expected, rtol=1e-4, atol=1e-5, equal_nan=True)

@@ -24,6 +24,21 @@ Graph patterns:
       %y = graph.mul %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
       %y_1 = graph.mul %y, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
 
+- a graph.batch_norm whose scale, bias, mean and var are constants becomes a multiply and an
+  add by per-channel constants a = scale / sqrt(var + epsilon) and bias - mean * a (computed in
+  f64, kept only when all are finite): the conv's tile epilogue then costs a multiply and an add
+  per element instead of a sqrt and a divide (EfficientNet's 16->96 1x1 at 112 with SiLU, 1 thread:
+  462 -> 337 us, the time of the same conv with a bias):
+
+      %y = graph.batch_norm %x, %scale, %bias, %mean, %var {epsilon = 1.0e-05 : f64}
+           : (tensor<1x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>)
+           -> tensor<1x8x4x4xf32>
+    becomes
+      %a = graph.constant dense<...> : tensor<8x1x1xf32>
+      %b = graph.constant dense<...> : tensor<8x1x1xf32>
+      %m = graph.mul %x, %a : (tensor<1x8x4x4xf32>, tensor<8x1x1xf32>) -> tensor<1x8x4x4xf32>
+      %y = graph.add %m, %b : (tensor<1x8x4x4xf32>, tensor<8x1x1xf32>) -> tensor<1x8x4x4xf32>
+
 Then, per function, `drop_unit_batch_dim`: a function whose values of rank 3 or more have a
 leading dim of 1 (a transformer at batch 1: [1, s, d] and [1, heads, s, s]) computes on them
 without it, reshaped on entry and back at the return, when every op touching them is
@@ -234,6 +249,33 @@ def drop_unit_batch_dim(function: func.FuncOp) -> None:
     returned.operands = outputs
 
 
+class FoldConstantBatchNorm(RewritePattern):
+    """graph.batch_norm with constant parameters -> x * a + b with per-channel constants a, b."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.BatchNormOp, rewriter: PatternRewriter):
+        owners = [operand.owner for operand in op.operands[1:]]
+        if not all(isinstance(owner, graph.ConstantOp) for owner in owners) or len(op.x.type.get_shape()) < 2:
+            return
+        scale, bias, mean, var = (dense_to_numpy(owner.value).astype(np.float64).reshape(-1) for owner in owners)
+        with np.errstate(all="ignore"):
+            factor = scale / np.sqrt(var + op.get("epsilon"))
+            shift = bias - mean * factor
+        if not (np.isfinite(factor).all() and np.isfinite(shift).all()):
+            return
+        dtype = dense_to_numpy(owners[0].value).dtype
+        channel_shape = (-1,) + (1,) * (len(op.x.type.get_shape()) - 2)
+        factor_op, shift_op = (
+            graph.ConstantOp(dense_from_numpy(values.astype(dtype).reshape(channel_shape))) for values in (factor, shift)
+        )
+        product = graph.MulOp([op.x, factor_op.result])
+        result = graph.AddOp([product.result, shift_op.result])
+        rewriter.replace(op, [factor_op, shift_op, product, result], [result.result])
+        for owner in owners:
+            if not owner.result.uses:
+                rewriter.erase(owner)
+
+
 @dataclass(frozen=True)
 class CanonicalizePass(ModulePass):
     """xDSL's canonicalization (its ops' patterns, folding, dead code), then the graph patterns
@@ -243,7 +285,7 @@ class CanonicalizePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         XdslCanonicalizePass().apply(ctx, op)
-        PatternRewriteWalker(GreedyRewritePatternApplier([FoldPadIntoWindowOp(), ExpandWholePower()])).rewrite_module(op)
+        PatternRewriteWalker(GreedyRewritePatternApplier([FoldPadIntoWindowOp(), ExpandWholePower(), FoldConstantBatchNorm()])).rewrite_module(op)
         for function in list(op.walk()):
             if isinstance(function, func.FuncOp) and function.body.blocks:
                 drop_unit_batch_dim(function)
