@@ -71,6 +71,9 @@ CONVOLUTIONS = [
     ((2, 20, 3, 3), (16, 20, 3, 3), (1, 1), (1, 1), (0, 0, 0, 0)),
     ((1, 24, 5, 6), (33, 24, 1, 1), (1, 1), (1, 1), (0, 0, 0, 0)),  # x read in place
     ((2, 24, 5, 6), (16, 24, 1, 1), (2, 2), (1, 1), (0, 0, 0, 0)),
+    # squeeze-and-excite's matrix-vector 1x1s: one position, 37 -> 96 and 96 -> 16 channels
+    ((1, 37, 1, 1), (96, 37, 1, 1), (1, 1), (1, 1), (0, 0, 0, 0)),
+    ((1, 96, 1, 1), (16, 96, 1, 1), (1, 1), (1, 1), (0, 0, 0, 0)),
     # 50 positions of rows of 10: 3 tiles and a rest of 8
     ((1, 9, 5, 10), (16, 9, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
     # rows of 28: a loop over 2 tiles of 14 in each row; rows of 27: tiles of 12 (`positions`)
@@ -140,6 +143,8 @@ def test_schedule_takes_nearly_full_blocks_of_output_channels_and_small_1x1s():
     assert taken((1, 512, 28, 28), (1024, 512, 1, 1), strides=(2, 2))
     assert not taken((1, 64, 56, 56), (256, 64, 1, 1))  # 1x1s at 56, 28 and 7: the GEMM
     assert not taken((1, 2048, 7, 7), (512, 2048, 1, 1))
+    assert taken((1, 48, 1, 1), (1152, 48, 1, 1))  # squeeze-and-excite's 1x1s at one position
+    assert not taken((1, 48, 2, 2), (1152, 48, 1, 1))
     assert not taken((1, 3, 58, 58), (24, 3, 3, 3))  # 24 output channels: 8 idle lanes
     assert taken((1, 512, 13, 13), (1000, 512, 1, 1))  # SqueezeNet's last conv: 8 of 1008 idle
     assert not taken((1, 32, 10, 10), (32, 16, 3, 3), groups=2)

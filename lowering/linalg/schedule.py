@@ -49,9 +49,10 @@ CONV_GEMM_WIDTH = 8
 (`CpuSchedule.conv_gemm`): the direct ukernel's vectors of 16 columns then hold at most 8."""
 
 
-LANES_1X1_POSITIONS = range(7 * 7 + 1, 14 * 14 + 1)
+LANES_1X1_POSITIONS = frozenset({1, *range(7 * 7 + 1, 14 * 14 + 1)})
 """Output positions of the 1x1 convs that run as `conv_lanes` rather than the conv GEMM
-(`CpuSchedule.lanes_conv`): more than 7x7, at most 14x14."""
+(`CpuSchedule.lanes_conv`): one (squeeze-and-excite's matrix-vector convs), or more than 7x7
+and at most 14x14."""
 
 
 class PlainSchedule:
@@ -183,6 +184,10 @@ class CpuSchedule(PlainSchedule):
           stays (0.91-0.99x at stride 1, 0.78x for 256->512 /2 at 56, whose four stride phases
           lanes copies), and with 7x7 outputs: 1.02-1.15x alone, but 0.85-0.93x inside the
           models, where w (0.5-4 MB, 49 outputs per weight) comes from memory;
+        - 1x1s at one output position (squeeze-and-excite's, conv + bias + SiLU, 2026-11-25):
+          GEMM / lanes 2.0x for 48->1152 (14.3 / 7.0 us), 2.4x for 1152->48, 1.5x for 28->672;
+          in EfficientNet-ish (`Executable.profile`, both compiled in one process) its 18 such
+          steps 276 -> 200 us;
         - not taken either: output channels that leave more than 1/32 of the lanes idle in
           their last block (3->24 at 56, direct / lanes 0.81x; 64->40 at 50x50, GEMM / lanes
           0.93x) and convs of one input channel (the depthwise ukernel's). SqueezeNet's last
