@@ -186,7 +186,7 @@ class CpuSchedule(PlainSchedule):
           models, where w (0.5-4 MB, 49 outputs per weight) comes from memory;
         - 1x1s at one output position (squeeze-and-excite's, conv + bias + SiLU, 2026-11-25):
           GEMM / lanes 2.0x for 48->1152 (14.3 / 7.0 us), 2.4x for 1152->48, 1.5x for 28->672;
-          in EfficientNet-ish (`Executable.profile`, both compiled in one process) its 18 such
+          in EfficientNet-ish (`Executable.profile`, both compiled in one process) its 32 such
           steps 276 -> 200 us;
         - not taken either: output channels that leave more than 1/32 of the lanes idle in
           their last block (3->24 at 56, direct / lanes 0.81x; 64->40 at 50x50, GEMM / lanes
