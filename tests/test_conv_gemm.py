@@ -30,6 +30,7 @@ CONVS = [
     ((1, 7, 7, 7), (5, 7, 3, 3), (1, 1), (2, 2, 2, 2), (2, 2)),  # 49, dilated
     ((1, 6, 8, 9), (11, 6, 3, 2), (1, 2), (0, 1, 2, 0), (1, 1)),  # 10 x 5, uneven padding
     ((1, 6, 5, 6), (7, 6, 1, 1), (1, 1), (1, 0, 0, 2), (1, 1)),  # 6 x 8, a padded 1x1 (copied)
+    ((1, 3, 9, 35), (64, 3, 3, 3), (2, 2), (0, 0, 0, 0), (1, 1)),  # 4 x 17, a stem, 27 deep
 ]
 
 
@@ -83,6 +84,9 @@ def test_schedule_runs_1x1s_and_narrow_outputs_as_the_gemm():
     assert runs_gemm((1, 8, 8, 8), (4, 8, 3, 3))  # 8 output columns
     assert runs_gemm((1, 8, 15, 15), (4, 8, 3, 3), strides=(2, 2))
     assert not runs_gemm((1, 8, 9, 9), (4, 8, 3, 3))  # 9 columns: the direct ukernel
+    assert runs_gemm((1, 3, 224, 224), (64, 3, 3, 3), strides=(2, 2), padding=(0, 0, 0, 0))  # a stem
+    assert not runs_gemm((1, 3, 224, 224), (32, 3, 3, 3), strides=(2, 2), padding=(0, 0, 0, 0))
+    assert not runs_gemm((1, 4, 224, 224), (64, 4, 3, 3), strides=(2, 2), padding=(0, 0, 0, 0))
     assert not runs_gemm((1, 8, 7, 7), (4, 4, 1, 1), padding=(0, 0, 0, 0), groups=2)  # grouped
     assert not runs_gemm((1, 8, 7, 7), (8, 1, 3, 3), groups=8)  # depthwise
     assert not runs_gemm((1, 8, 7, 7), (4, 8, 1, 1), padding=(0, 0, 0, 0), dtype="f64")

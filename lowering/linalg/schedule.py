@@ -49,6 +49,11 @@ CONV_GEMM_WIDTH = 8
 (`CpuSchedule.conv_gemm`): the direct ukernel's vectors of 16 columns then hold at most 8."""
 
 
+STEM_GEMM_TAPS = 3 * 3 * 3
+"""Taps (input channels x window) up to which a conv of 64 or more output channels that
+`conv_lanes` does not take runs as the conv GEMM (`CpuSchedule.conv_gemm`): a stem."""
+
+
 LANES_1X1_POSITIONS = frozenset({1, *range(7 * 7 + 1, 14 * 14 + 1)})
 """Output positions of the 1x1 convs that run as `conv_lanes` rather than the conv GEMM
 (`CpuSchedule.lanes_conv`): one (squeeze-and-excite's matrix-vector convs), or more than 7x7
@@ -220,13 +225,19 @@ class CpuSchedule(PlainSchedule):
         - 3x3s at 14x14 output: 0.96-1.00x (256 and 160 channels, 1 and 4 images), 0.79-0.86x
           with 32 output channels; at 28 and 56: 0.88-1.15x at 1 thread, 0.52-1.03x at 2
           (each chunk of output channels copies the whole im2col buffer); the 7x7 stem 1.04x
-          and 0.50x: these keep the direct ukernel.
+          and 0.50x: these keep the direct ukernel;
+        - stems of at most STEM_GEMM_TAPS taps per output (3 channels, 3x3) with 64 or more
+          output channels, whose rows `conv_lanes` does not take (2026-11-25, + bias + relu):
+          SqueezeNet's 3->64 3x3/2 at 224 (111 columns) 1.10x (250 -> 227 us), at 227 1.24x,
+          3->96 3x3/2 at 200 1.19x; not with fewer output channels (3->24 at 56 0.97x, 3->16 at
+          111 0.65x) nor EfficientNet's 3->32 3x3/2 at 224 (0.97x).
         """
-        _, _, kernel_h, kernel_w = shape_of(op.w)
+        out_channels, in_channels, kernel_h, kernel_w = shape_of(op.w)
+        stem = in_channels * kernel_h * kernel_w <= STEM_GEMM_TAPS and out_channels >= 64
         return (
             direct_conv.applies(op.x.type, op.w.type, op.result.type)
             and op.get("groups") == 1
-            and ((kernel_h, kernel_w) == (1, 1) or shape_of(op.result)[3] <= CONV_GEMM_WIDTH)
+            and ((kernel_h, kernel_w) == (1, 1) or shape_of(op.result)[3] <= CONV_GEMM_WIDTH or stem)
         )
 
     def depthwise_conv(self, op: graph.Conv2dOp) -> bool:
