@@ -129,3 +129,54 @@ def test_batch_norm_stays_when_its_factor_is_not_finite_or_not_constant(case):
     (expected,) = graphopt.interpret(module, *arrays)
     (compiled,) = graphopt.compile(module, backends=("cpu",))(*arrays)
     np.testing.assert_allclose(compiled, expected, rtol=1e-4, atol=1e-5, equal_nan=True)
+
+
+def affine_chain_module(scale: np.ndarray, *, groups: int = 1, shared_conv: bool = False):
+    """conv2d (3x3, 6 -> 8 channels at 9x11, `groups`) -> batch_norm -> mul by `scale` -> add ->
+    relu, ONNX's scale-and-shift after a batch norm; `shared_conv`: the conv's result also returned."""
+    rng = np.random.default_rng(7)
+    b = GraphBuilder()
+    x = b.input("x", (1, 6, 9, 11))
+    w = b.constant((rng.standard_normal((8, 6 // groups, 3, 3)) / 5).astype(np.float32))
+    y = b.conv2d(x, w, padding=[1, 1, 1, 1], groups=groups)
+    normed = b.batch_norm(y, *(b.constant(rng.uniform(0.5, 1.5, 8).astype(np.float32)) for _ in range(4)))
+    shift = b.constant(rng.standard_normal((1, 8, 1, 1)).astype(np.float32))
+    out = b.relu(b.add(b.mul(normed, b.constant(scale)), shift))
+    return b.finish(out, y) if shared_conv else b.finish(out)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("groups", [1, 2])
+def test_channel_affine_chain_folds_into_the_conv_and_matches_the_interpreter(threads, groups):
+    """batch_norm, mul and add of per-channel constants after a conv become the conv (its
+    weights scaled) and one add (checked on the IR); NaN, +-inf, +-0 in x; 1 and 2 threads."""
+    scale = np.random.default_rng(8).uniform(-2, 2, (8, 1, 1)).astype(np.float32)
+    module = affine_chain_module(scale, groups=groups)
+    x = with_specials((1, 6, 9, 11), seed=threads)
+    (expected,) = graphopt.interpret(module, x)
+    canonical = module.clone()
+    CanonicalizePass().apply(make_context(), canonical)
+    kinds = [op.name for op in canonical.walk() if op.name.startswith("graph.") and op.name != "graph.constant"]
+    assert kinds == ["graph.conv2d", "graph.add", "graph.relu"]
+    (interpreted,) = graphopt.interpret(canonical, x)
+    (compiled,) = graphopt.compile(module, backends=("cpu",), threads=threads)(x)
+    for actual in (interpreted, compiled):
+        np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
+@pytest.mark.parametrize("case", ["infinite scale", "conv used twice"])
+def test_channel_affine_chain_stays_when_not_finite_or_the_conv_is_shared(case):
+    """An infinite scale, or a conv result used elsewhere, keeps the mul; compiled, both match
+    the interpreter."""
+    scale = np.random.default_rng(9).uniform(0.5, 2, (8, 1, 1)).astype(np.float32)
+    if case == "infinite scale":
+        scale[3] = np.inf
+    module = affine_chain_module(scale, shared_conv=case == "conv used twice")
+    canonical = module.clone()
+    CanonicalizePass().apply(make_context(), canonical)
+    assert any(isinstance(op, graph.MulOp) for op in canonical.walk())
+    x = with_specials((1, 6, 9, 11), seed=4)
+    expected = graphopt.interpret(module, x)
+    compiled = graphopt.compile(module, backends=("cpu",))(x)
+    for actual, wanted in zip(compiled, expected):
+        np.testing.assert_allclose(actual, wanted, rtol=1e-4, atol=1e-4, equal_nan=True)

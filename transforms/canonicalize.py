@@ -39,6 +39,18 @@ Graph patterns:
       %m = graph.mul %x, %a : (tensor<1x8x4x4xf32>, tensor<8x1x1xf32>) -> tensor<1x8x4x4xf32>
       %y = graph.add %m, %b : (tensor<1x8x4x4xf32>, tensor<8x1x1xf32>) -> tensor<1x8x4x4xf32>
 
+- a per-channel affine chain after a conv with constant weights folds into it: a mul by finite
+  per-channel constants a of a conv2d (its one user) scales the conv's weights instead, a mul
+  by a of an add of per-channel constants b (its one user) becomes the add of b * a after the
+  mul, and two adds of per-channel constants become one. The batch_norm above and ONNX's
+  scale-and-shift after it then cost the tile epilogue one add (Inception-v2's 7x7 stem, 1
+  thread: 980 -> 968 us; EfficientNet's 16->96 1x1 + SiLU 356 -> 343 us):
+
+      %y = graph.conv2d %x, %w : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x6x6xf32>
+      %z = graph.mul %y, %a : (tensor<1x8x6x6xf32>, tensor<8x1x1xf32>) -> tensor<1x8x6x6xf32>
+    becomes
+      %z = graph.conv2d %x, %w_times_a : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x6x6xf32>
+
 Then, per function, `drop_unit_batch_dim`: a function whose values of rank 3 or more have a
 leading dim of 1 (a transformer at batch 1: [1, s, d] and [1, heads, s, s]) computes on them
 without it, reshaped on entry and back at the return, when every op touching them is
@@ -276,6 +288,86 @@ class FoldConstantBatchNorm(RewritePattern):
                 rewriter.erase(owner)
 
 
+def _channel_constant(value: SSAValue, result: SSAValue) -> np.ndarray | None:
+    """The per-channel values (dim 1 of `result`, rank 2 or more) of `value`, a finite constant
+    that broadcasts along every other dim of `result` without widening it; None otherwise."""
+    owner, shape = value.owner, result.type.get_shape()
+    if not isinstance(owner, graph.ConstantOp) or len(shape) < 2 or value.type.get_element_type() != result.type.get_element_type():
+        return None
+    values = dense_to_numpy(owner.value)
+    aligned = (1,) * (len(shape) - values.ndim) + values.shape
+    if len(aligned) != len(shape) or any(size != 1 for i, size in enumerate(aligned) if i != 1) or aligned[1] not in (1, shape[1]):
+        return None
+    channels = np.broadcast_to(values.reshape(-1), (shape[1],))
+    return channels if np.isfinite(channels).all() else None
+
+
+def _channel_operands(op: graph.MulOp | graph.AddOp) -> tuple[SSAValue, np.ndarray] | None:
+    """(the other operand, the per-channel values) of a binary op with one per-channel constant
+    operand whose result has the other operand's type."""
+    for value, constant in ((op.a, op.b), (op.b, op.a)):
+        channels = _channel_constant(constant, op.result)
+        if channels is not None and value.type == op.result.type:
+            return value, channels
+    return None
+
+
+def _channel_constant_op(channels: np.ndarray, result: SSAValue) -> graph.ConstantOp:
+    """A constant [C, 1, ...] of `channels` that broadcasts along `result`'s dim 1."""
+    rank = len(result.type.get_shape())
+    return graph.ConstantOp(dense_from_numpy(channels.reshape((-1,) + (1,) * (rank - 2))))
+
+
+class FoldChannelAffineIntoConv(RewritePattern):
+    """mul(conv2d(x, constant w), a) -> conv2d(x, w * a); mul(add(y, b), a) -> add(mul(y, a), b * a);
+    add(add(y, b), c) -> add(y, b + c); a, b, c finite per-channel constants, each inner op's
+    result used once."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.MulOp | graph.AddOp, rewriter: PatternRewriter):
+        operands = _channel_operands(op)
+        if operands is None:
+            return
+        inner, channels = operands
+        if not inner.has_one_use():
+            return
+        owner = inner.owner
+        with np.errstate(all="ignore"):
+            if isinstance(op, graph.MulOp) and isinstance(owner, graph.Conv2dOp) and isinstance(owner.w.owner, graph.ConstantOp):
+                weights = dense_to_numpy(owner.w.owner.value)
+                scaled = (weights * channels.reshape((-1,) + (1,) * (weights.ndim - 1))).astype(weights.dtype)
+                if not np.isfinite(scaled[np.isfinite(weights)]).all():
+                    return
+                weights_op = graph.ConstantOp(dense_from_numpy(scaled))
+                conv = type(owner).create(operands=[owner.x, weights_op.result], result_types=[op.result.type], attributes=dict(owner.attributes))
+                self._replace(rewriter, op, [weights_op, conv], conv.results[0], owner)
+                return
+            if not isinstance(owner, graph.AddOp) or (inner_operands := _channel_operands(owner)) is None:
+                return
+            value, added = inner_operands
+            combined = (added * channels if isinstance(op, graph.MulOp) else added + channels).astype(added.dtype)
+            if not np.isfinite(combined).all():
+                return
+        constant = _channel_constant_op(combined, op.result)
+        new_ops: list[Operation] = [constant]
+        if isinstance(op, graph.MulOp):
+            scale = _channel_constant_op(channels, op.result)
+            value = graph.MulOp([value, scale.result]).result
+            new_ops = [scale, value.owner, constant]
+        result = graph.AddOp([value, constant.result])
+        self._replace(rewriter, op, [*new_ops, result], result.result, owner)
+
+    @staticmethod
+    def _replace(rewriter: PatternRewriter, op: Operation, new_ops: list[Operation], result: SSAValue, inner: Operation):
+        """Replaces `op` by `new_ops`, then erases `inner` and the constants no op uses any more."""
+        constants = [o.owner for o in (*op.operands, *inner.operands) if isinstance(o.owner, graph.ConstantOp)]
+        rewriter.replace(op, new_ops, [result])
+        rewriter.erase(inner)
+        for constant in dict.fromkeys(constants):
+            if not constant.result.uses:
+                rewriter.erase(constant)
+
+
 @dataclass(frozen=True)
 class CanonicalizePass(ModulePass):
     """xDSL's canonicalization (its ops' patterns, folding, dead code), then the graph patterns
@@ -285,7 +377,7 @@ class CanonicalizePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         XdslCanonicalizePass().apply(ctx, op)
-        PatternRewriteWalker(GreedyRewritePatternApplier([FoldPadIntoWindowOp(), ExpandWholePower(), FoldConstantBatchNorm()])).rewrite_module(op)
+        PatternRewriteWalker(GreedyRewritePatternApplier([FoldPadIntoWindowOp(), ExpandWholePower(), FoldConstantBatchNorm(), FoldChannelAffineIntoConv()])).rewrite_module(op)
         for function in list(op.walk()):
             if isinstance(function, func.FuncOp) and function.body.blocks:
                 drop_unit_batch_dim(function)
