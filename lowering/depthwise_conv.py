@@ -46,6 +46,12 @@ stride 1, 4 rows ran 1.1-1.5x faster than 1 (8: within 10% of 4); at stride 2, 2
 ran 0.95-1.11x the speed of 1. A 'flat' variant of the small stride-1 planes (vectors of 16
 consecutive outputs across rows, 4 vectors for a 7x7 plane instead of 7 of 7 lanes) ran
 1.08x slower than blocks of 4 rows on 960x7x7 and 1.4x slower on 14x14."""
+TALL_STRIDE_2_ROWS = 3
+"""Output rows computed together at row stride 2 for windows of 5 or more rows (ROWS keeps 1
+for shorter ones), where consecutive output rows share kernel_h - 2 input rows. Measured
+2026-11-25 (conv + bias + SiLU, one thread, interleaved, 1 / 2 / 3 rows): EfficientNet's 5x5/2
+at 144x56 98 / 83 / 79 us, 240x28 41 / 35 / 33, 672x14 44 / 39 / 34; 3x3/2 (96x112 + SiLU:
+122 / 114 / 129, 144x56 + relu 27.3 / 28.0 / 29.7) keeps 1 row."""
 COLUMN_STRIDES = (1, 2)
 """Column strides the ukernel reads with (one load, or two loads and a shuffle, per tap)."""
 PLANE_STEPS = frozenset({"sigmoid"})
@@ -366,9 +372,10 @@ class WindowUkernel(LLVMText):
 
     def _block_runs(self) -> list[tuple[int, int, int, tuple[bool, ...]]]:
         """(first output row, blocks, rows per block, input rows inside x) for each run of
-        consecutive blocks of ROWS[sh] output rows (the last block: the rows left) alike."""
+        consecutive blocks of ROWS[sh] output rows (TALL_STRIDE_2_ROWS for windows of 5 or more
+        rows at stride 2; the last block: the rows left) alike."""
         runs: list[tuple[int, int, int, tuple[bool, ...]]] = []
-        block = ROWS.get(self.sh, 1)
+        block = TALL_STRIDE_2_ROWS if self.sh == 2 and self.kernel_h >= 5 else ROWS.get(self.sh, 1)
         for first in range(0, self.out_h, block):
             rows = min(block, self.out_h - first)
             reach = (rows - 1) * self.sh + (self.kernel_h - 1) * self.dh + 1

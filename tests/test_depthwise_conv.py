@@ -59,6 +59,8 @@ DEPTHWISE = [
     ((1, 2, 13, 70), (2, 1, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),  # vectors inside the row: a loop
     ((1, 2, 12, 80), (4, 1, 3, 3), (2, 2), (1, 1), (1, 1, 1, 1)),  # the same at stride 2, multiplier 2
     ((2, 3, 8, 21), (3, 1, 5, 5), (1, 1), (1, 1), (2, 2, 2, 2)),  # 5x5
+    ((2, 3, 15, 29), (3, 1, 5, 5), (2, 2), (1, 1), (2, 2, 2, 2)),  # 5x5/2: blocks of 3 rows, then 2 left
+    ((1, 2, 14, 9), (4, 1, 5, 3), (2, 2), (2, 1), (1, 0, 3, 2)),  # 5 rows dilated, uneven padding
     ((1, 2, 11, 35), (2, 1, 3, 3), (2, 1), (2, 2), (0, 3, 2, 1)),  # asymmetric padding, dilation 2
     ((2, 2, 7, 7), (2, 1, 3, 3), (1, 2), (1, 1), (0, 0, 0, 0)),  # no padding
     ((1, 3, 9, 40), (3, 1, 1, 3), (3, 2), (1, 1), (0, 1, 0, 1)),  # 1x3, row stride 3
@@ -103,7 +105,8 @@ def test_chunk_name_keeps_the_attributes():
 
 def test_row_blocks():
     """Stride 1 runs blocks of 4 output rows (the last block the 3 rows left of 7), a function
-    for each pattern of the input rows they read inside x; stride 2 runs single rows."""
+    for each pattern of the input rows they read inside x; stride 2 runs single rows, or blocks
+    of 3 with windows of 5 rows or more (28 = 9 x 3 + 1)."""
 
     def functions(x, w, strides, padding, out):
         types = [MemRefType(f32, shape) for shape in (x, w, out)]
@@ -116,6 +119,9 @@ def test_row_blocks():
         "", ".rows4_011111", ".rows4_111111", ".rows4_111110"
     }
     assert functions((1, 8, 56, 56), (8, 1, 3, 3), (2, 2), (1, 1, 1, 1), (1, 8, 28, 28)) == {"", ".rows1_011", ".rows1_111"}
+    assert functions((1, 8, 56, 56), (8, 1, 5, 5), (2, 2), (2, 2, 2, 2), (1, 8, 28, 28)) == {
+        "", ".rows3_001111111", ".rows3_111111111", ".rows1_11110"
+    }
 
 
 @st.composite
