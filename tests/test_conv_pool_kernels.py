@@ -164,6 +164,7 @@ UKERNEL_POOLS = [
     ((1, 3, 13, 13), (3, 3), (2, 2), (0, 0, 1, 1)),  # ceil mode, as bottom and right padding
     ((2, 3, 10, 71), (2, 3), (2, 1), (0, 2, 1, 0)),
     ((1, 6, 9, 35), (5, 4), (3, 2), (2, 1, 2, 3)),  # row stride 3: blocks of one row
+    ((2, 3, 16, 23), (5, 3), (2, 2), (2, 1, 1, 0)),  # 5 rows at row stride 2: blocks of 3 rows, 2 left
     ((3, 4, 14, 14), (3, 3), (3, 3), (0, 0, 0, 0)),  # MNIST's second pool: column stride 3
     ((1, 3, 11, 70), (2, 4), (1, 4), (1, 0, 0, 3)),  # column stride 4
     ((1, 2, 5, 6), (5, 7), (1, 1), (0, 3, 0, 3)),  # a window wider than x's row
