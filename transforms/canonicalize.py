@@ -278,7 +278,8 @@ class FoldConstantBatchNorm(RewritePattern):
         dtype = dense_to_numpy(owners[0].value).dtype
         channel_shape = (-1,) + (1,) * (len(op.x.type.get_shape()) - 2)
         factor_op, shift_op = (
-            graph.ConstantOp(dense_from_numpy(values.astype(dtype).reshape(channel_shape))) for values in (factor, shift)
+            graph.ConstantOp(dense_from_numpy(values.astype(dtype).reshape(channel_shape)))
+            for values in (factor, shift)
         )
         product = graph.MulOp([op.x, factor_op.result])
         result = graph.AddOp([product.result, shift_op.result])
@@ -292,11 +293,13 @@ def _channel_constant(value: SSAValue, result: SSAValue) -> np.ndarray | None:
     """The per-channel values (dim 1 of `result`, rank 2 or more) of `value`, a finite constant
     that broadcasts along every other dim of `result` without widening it; None otherwise."""
     owner, shape = value.owner, result.type.get_shape()
-    if not isinstance(owner, graph.ConstantOp) or len(shape) < 2 or value.type.get_element_type() != result.type.get_element_type():
+    element_type = result.type.get_element_type()
+    if not isinstance(owner, graph.ConstantOp) or len(shape) < 2 or value.type.get_element_type() != element_type:
         return None
     values = dense_to_numpy(owner.value)
     aligned = (1,) * (len(shape) - values.ndim) + values.shape
-    if len(aligned) != len(shape) or any(size != 1 for i, size in enumerate(aligned) if i != 1) or aligned[1] not in (1, shape[1]):
+    other_dims = [size for i, size in enumerate(aligned) if i != 1]
+    if len(aligned) != len(shape) or any(size != 1 for size in other_dims) or aligned[1] not in (1, shape[1]):
         return None
     channels = np.broadcast_to(values.reshape(-1), (shape[1],))
     return channels if np.isfinite(channels).all() else None
@@ -333,13 +336,16 @@ class FoldChannelAffineIntoConv(RewritePattern):
             return
         owner = inner.owner
         with np.errstate(all="ignore"):
-            if isinstance(op, graph.MulOp) and isinstance(owner, graph.Conv2dOp) and isinstance(owner.w.owner, graph.ConstantOp):
-                weights = dense_to_numpy(owner.w.owner.value)
+            weights_owner = owner.w.owner if isinstance(owner, graph.Conv2dOp) else None
+            if isinstance(op, graph.MulOp) and isinstance(weights_owner, graph.ConstantOp):
+                weights = dense_to_numpy(weights_owner.value)
                 scaled = (weights * channels.reshape((-1,) + (1,) * (weights.ndim - 1))).astype(weights.dtype)
                 if not np.isfinite(scaled[np.isfinite(weights)]).all():
                     return
                 weights_op = graph.ConstantOp(dense_from_numpy(scaled))
-                conv = type(owner).create(operands=[owner.x, weights_op.result], result_types=[op.result.type], attributes=dict(owner.attributes))
+                conv = type(owner).create(
+                    operands=[owner.x, weights_op.result], result_types=[op.result.type], attributes=dict(owner.attributes)
+                )
                 self._replace(rewriter, op, [weights_op, conv], conv.results[0], owner)
                 return
             if not isinstance(owner, graph.AddOp) or (inner_operands := _channel_operands(owner)) is None:
@@ -358,7 +364,9 @@ class FoldChannelAffineIntoConv(RewritePattern):
         self._replace(rewriter, op, [*new_ops, result], result.result, owner)
 
     @staticmethod
-    def _replace(rewriter: PatternRewriter, op: Operation, new_ops: list[Operation], result: SSAValue, inner: Operation):
+    def _replace(
+        rewriter: PatternRewriter, op: Operation, new_ops: list[Operation], result: SSAValue, inner: Operation
+    ) -> None:
         """Replaces `op` by `new_ops`, then erases `inner` and the constants no op uses any more."""
         constants = [o.owner for o in (*op.operands, *inner.operands) if isinstance(o.owner, graph.ConstantOp)]
         rewriter.replace(op, new_ops, [result])
@@ -377,7 +385,8 @@ class CanonicalizePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         XdslCanonicalizePass().apply(ctx, op)
-        PatternRewriteWalker(GreedyRewritePatternApplier([FoldPadIntoWindowOp(), ExpandWholePower(), FoldConstantBatchNorm(), FoldChannelAffineIntoConv()])).rewrite_module(op)
+        patterns = [FoldPadIntoWindowOp(), ExpandWholePower(), FoldConstantBatchNorm(), FoldChannelAffineIntoConv()]
+        PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)
         for function in list(op.walk()):
             if isinstance(function, func.FuncOp) and function.body.blocks:
                 drop_unit_batch_dim(function)
