@@ -24,10 +24,11 @@ in a block function the rows inside x are known, and the vectors of a row that r
 padding are written out apart from the loop over the others).
 
 Blocks take the depthwise ukernel's rows (`depthwise_conv.ROWS`: 4 output rows at stride 1,
-1 at stride 2; 3 for windows of 5 rows or more at stride 2, `TALL_STRIDE_2_ROWS`), picked by
-measurement on these pools (2026-11-25, one thread, medians): at stride 1, 2 rows ran 1.2x
-slower and 8 rows 1.0-1.3x slower than 4 (Inception's 3x3/1 average pools); at stride 2, 1,
-2 or 3 rows ran within 5% of each other (ResNet-50's, SqueezeNet's and ShuffleNet's 3x3/2 max pools). Dividing by the count (exact, as the
+1 at stride 2, 3 at stride 2 with windows of 5 rows or more: `TALL_STRIDE_2_ROWS`), picked
+by measurement on these pools (2026-11-25, one thread, medians): at
+stride 1, 2 rows ran 1.2x slower and 8 rows 1.0-1.3x slower than 4 (Inception's 3x3/1
+average pools); at stride 2, 1, 2 or 3 rows ran within 5% of each other (ResNet-50's,
+SqueezeNet's and ShuffleNet's 3x3/2 max pools). Dividing by the count (exact, as the
 interpreter) ran as fast as multiplying by its reciprocal. At stride 2, combining an output
 row's input rows column by column first and splitting the result into taps once (5 shuffles per
 vector instead of 15) ran 0-10% slower on the same pools: they run at about 65 GB/s, bound by

@@ -344,7 +344,9 @@ class FoldChannelAffineIntoConv(RewritePattern):
                     return
                 weights_op = graph.ConstantOp(dense_from_numpy(scaled))
                 conv = type(owner).create(
-                    operands=[owner.x, weights_op.result], result_types=[op.result.type], attributes=dict(owner.attributes)
+                    operands=[owner.x, weights_op.result],
+                    result_types=[op.result.type],
+                    attributes=dict(owner.attributes),
                 )
                 self._replace(rewriter, op, [weights_op, conv], conv.results[0], owner)
                 return
