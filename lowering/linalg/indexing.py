@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -18,6 +17,7 @@ from xdsl.ir.affine import AffineExpr
 
 from graphopt.dialects import graph
 from graphopt.lowering.linalg.scalar import element_of
+from graphopt.transforms.strided_view import contiguous_strides
 
 if TYPE_CHECKING:
     from graphopt.lowering.linalg.loop_body import LoopBody
@@ -50,10 +50,6 @@ def _transpose_index(op, index: Index) -> Index:
     return tuple(source)
 
 
-def _strides(shape: Sequence[int]) -> list[int]:
-    return [math.prod(shape[i + 1 :]) for i in range(len(shape))]
-
-
 def _reshape_groups(result_shape: Sequence[int], shape: Sequence[int]) -> list[tuple[range, range]]:
     """Runs of consecutive result dims and operand dims that hold the same elements: cut wherever
     both shapes' prefix products agree ([1, 4, 28, 56, 56] of [1, 112, 56, 56]: [1] [4, 28] [56] [56]
@@ -79,10 +75,10 @@ def _reshape_index(op, index: Index) -> Index:
     source = []
     for result_run, run in _reshape_groups(result_shape, shape):
         linear = AffineExpr.constant(0)
-        for axis, stride in zip(result_run, _strides([result_shape[a] for a in result_run])):
+        for axis, stride in zip(result_run, contiguous_strides([result_shape[a] for a in result_run])):
             linear = linear + index[axis] * stride
         first = True
-        for axis, stride in zip(run, _strides([shape[a] for a in run])):
+        for axis, stride in zip(run, contiguous_strides([shape[a] for a in run])):
             e = linear if stride == 1 else linear // stride
             source.append(AffineExpr.constant(0) if shape[axis] == 1 else e if first else e % shape[axis])
             first = first and shape[axis] == 1
