@@ -136,6 +136,7 @@ def test_any_direct_conv_of_one_image_matches_the_interpreter_on_two_threads(con
     module = conv_layer(x_shape, w, strides, dilations, padding, groups)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(CpuSchedule, "conv_gemm", lambda self, op: False)  # 1x1s and narrow outputs too
+        patch.setattr(CpuSchedule, "lanes_conv", lambda self, op: False)  # 16 output channels too
         executable, _ = compiled_calls(patch, module, rng.standard_normal(x_shape).astype(np.float32))
     (step,) = executable.steps
     if groups == 1:
