@@ -20,6 +20,13 @@ def with_specials(shape: tuple[int, ...], seed: int) -> np.ndarray:
     return x
 
 
+def canonicalized(module):
+    """A copy of `module` after the canonicalize pass (the module itself stays as written)."""
+    canonical = module.clone()
+    CanonicalizePass().apply(make_context(), canonical)
+    return canonical
+
+
 @pytest.mark.parametrize("exponent", [1.0, 2.0, 3.0, 4.0, 5.0])
 def test_pow_by_a_constant_matches_the_interpreter(exponent):
     """x^n for whole n up to 4 becomes a product of x (checked on the IR), on NaN, +-inf, +-0, an
@@ -30,8 +37,7 @@ def test_pow_by_a_constant_matches_the_interpreter(exponent):
     arrays = [with_specials((3, 37), seed=int(exponent * 2))]
     (expected,) = graphopt.interpret(module, *arrays)
 
-    canonical = module.clone()
-    CanonicalizePass().apply(make_context(), canonical)
+    canonical = canonicalized(module)
     expanded = exponent in (1.0, 2.0, 3.0, 4.0)
     assert any(isinstance(op, graph.PowOp) for op in canonical.walk()) != expanded
     (interpreted,) = graphopt.interpret(canonical, *arrays)
@@ -67,8 +73,7 @@ def test_batch_one_attention_drops_its_unit_dim_and_matches_the_interpreter(thre
     arrays = [np.random.default_rng(4).standard_normal((1, 6, 8)).astype(np.float32), np.triu(np.ones((6, 6), bool), 1)]
     (expected,) = graphopt.interpret(module, *arrays)
 
-    canonical = module.clone()
-    CanonicalizePass().apply(make_context(), canonical)
+    canonical = canonicalized(module)
     unit_batch = [
         op.name for op in canonical.walk() if isinstance(op, graph.GraphOp)
         for r in op.results if len(r.type.get_shape()) >= 3 and r.type.get_shape()[0] == 1
@@ -104,8 +109,7 @@ def test_constant_batch_norm_becomes_a_multiply_and_add_that_matches_the_interpr
     x = with_specials((1, 5, 9, 11), seed=threads)
     (expected,) = graphopt.interpret(module, x)
 
-    canonical = module.clone()
-    CanonicalizePass().apply(make_context(), canonical)
+    canonical = canonicalized(module)
     assert not any(isinstance(op, graph.BatchNormOp) for op in canonical.walk())
     (interpreted,) = graphopt.interpret(canonical, x)
     (compiled,) = graphopt.compile(module, backends=("cpu",), threads=threads)(x)
@@ -122,8 +126,7 @@ def test_batch_norm_stays_when_its_factor_is_not_finite_or_not_constant(case):
     if case == "zero variance and epsilon":
         parameters[3][2] = -1e-3
         module = batch_norm_module(parameters, constant=True)
-    canonical = module.clone()
-    CanonicalizePass().apply(make_context(), canonical)
+    canonical = canonicalized(module)
     assert any(isinstance(op, graph.BatchNormOp) for op in canonical.walk())
     arrays = [with_specials((1, 5, 9, 11), seed=6)] + ([] if case == "zero variance and epsilon" else parameters)
     (expected,) = graphopt.interpret(module, *arrays)
@@ -154,8 +157,7 @@ def test_channel_affine_chain_folds_into_the_conv_and_matches_the_interpreter(th
     module = affine_chain_module(scale, groups=groups)
     x = with_specials((1, 6, 9, 11), seed=threads)
     (expected,) = graphopt.interpret(module, x)
-    canonical = module.clone()
-    CanonicalizePass().apply(make_context(), canonical)
+    canonical = canonicalized(module)
     kinds = [op.name for op in canonical.walk() if op.name.startswith("graph.") and op.name != "graph.constant"]
     assert kinds == ["graph.conv2d", "graph.add", "graph.relu"]
     (interpreted,) = graphopt.interpret(canonical, x)
@@ -172,8 +174,7 @@ def test_channel_affine_chain_stays_when_not_finite_or_the_conv_is_shared(case):
     if case == "infinite scale":
         scale[3] = np.inf
     module = affine_chain_module(scale, shared_conv=case == "conv used twice")
-    canonical = module.clone()
-    CanonicalizePass().apply(make_context(), canonical)
+    canonical = canonicalized(module)
     assert any(isinstance(op, graph.MulOp) for op in canonical.walk())
     x = with_specials((1, 6, 9, 11), seed=4)
     expected = graphopt.interpret(module, x)

@@ -80,6 +80,8 @@ def _reused_kernels(steps: Sequence[Step], compiled: Sequence[Step]) -> dict[str
 
 
 def _same_group(group: Operation, other: Operation) -> bool:
+    """Whether two groups compute the same: equal bodies, and constants in the same operand places
+    with equal values."""
     if len(group.operands) != len(other.operands) or not group.body.is_structurally_equivalent(other.body):
         return False
     for value, other_value in zip(group.operands, other.operands):
