@@ -54,7 +54,7 @@ from timing import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-from make_examples import small_normal, xavier_normal
+from make_examples import he_normal, small_normal, xavier_normal
 from make_onnx_models import OnnxBuilder, Value, conv_bn
 
 ZOO_MODELS = ("resnet50", "inception_v1", "inception_v2", "shufflenet", "squeezenet", "vgg19", "densenet121",
@@ -71,6 +71,14 @@ MOBILENET_V2_STAGES = ((1, 16, 1, 1, 3), (6, 24, 2, 2, 3), (6, 32, 3, 2, 3), (6,
 """(expansion, output channels, blocks, stride of the first block, depthwise kernel) per stage."""
 EFFICIENTNET_B0_STAGES = ((1, 16, 1, 1, 3), (6, 24, 2, 2, 3), (6, 40, 2, 2, 5), (6, 80, 3, 2, 3), (6, 112, 3, 1, 5),
                           (6, 192, 4, 2, 5), (6, 320, 1, 1, 3))
+RESNET18_STAGES = ((64, 2, 1), (128, 2, 2), (256, 2, 2), (512, 2, 2))
+"""(output channels, basic blocks, stride of the first block) per stage."""
+REGNET_Y_400MF_STAGES = ((48, 1), (104, 3), (208, 6), (440, 6))
+"""(output channels, blocks) per stage; the first block of each has stride 2."""
+REGNET_GROUP_WIDTH = 8
+REGNET_SE_RATIO = 0.25
+CONVNEXT_TINY_STAGES = ((96, 3), (192, 3), (384, 9), (768, 3))
+"""(channels, blocks) per stage."""
 
 
 # ----------------------------------------------------------------------------------------
@@ -86,14 +94,33 @@ def silu(b: OnnxBuilder, x: Value) -> Value:
     return b.mul(x, b.node("Sigmoid", x))
 
 
-def squeeze_excite(b: OnnxBuilder, rng: np.random.Generator, x: Value, channels: int, squeezed: int) -> Value:
-    """x * sigmoid(1x1(silu(1x1(global average pool of x)))), the 1x1 convs with biases."""
+def relu(b: OnnxBuilder, x: Value) -> Value:
+    return b.node("Relu", x)
+
+
+def squeeze_excite(b: OnnxBuilder, rng: np.random.Generator, x: Value, channels: int, squeezed: int,
+                   activation: Callable) -> Value:
+    """x * sigmoid(1x1(activation(1x1(global average pool of x)))), the 1x1 convs with biases."""
     def conv1x1(y: Value, out_channels: int, in_channels: int) -> Value:
         weights = xavier_normal(rng, (out_channels, in_channels, 1, 1), in_channels, out_channels)
         return b.node("Conv", y, b.constant(weights), b.constant(small_normal(rng, (out_channels,))))
 
-    scale = conv1x1(silu(b, conv1x1(b.node("GlobalAveragePool", x), squeezed, channels)), channels, squeezed)
+    scale = conv1x1(activation(b, conv1x1(b.node("GlobalAveragePool", x), squeezed, channels)), channels, squeezed)
     return b.mul(x, b.node("Sigmoid", scale))
+
+
+def linear(b: OnnxBuilder, rng: np.random.Generator, x: Value, features: tuple[int, int]) -> Value:
+    """x @ W^T + bias over x's last axis, as PyTorch exports nn.Linear on a tensor of rank > 2:
+    MatMul with the transposed weights, then Add."""
+    out_features, in_features = features
+    weights = xavier_normal(rng, (in_features, out_features), in_features, out_features)
+    return b.add(b.matmul(x, b.constant(weights)), b.constant(small_normal(rng, (out_features,))))
+
+
+def classifier(b: OnnxBuilder, rng: np.random.Generator, x: Value, channels: int) -> Value:
+    """Flattened to [1, channels], then a linear layer (Gemm, transB) -> logits[1,1000]."""
+    weights, bias = xavier_normal(rng, (1000, channels), channels, 1000), small_normal(rng, (1000,))
+    return b.node("Gemm", b.node("Flatten", x, axis=1), b.constant(weights), b.constant(bias), transB=1)
 
 
 def inverted_residual(b: OnnxBuilder, rng: np.random.Generator, x: Value, channels: tuple[int, int], expansion: int,
@@ -105,7 +132,7 @@ def inverted_residual(b: OnnxBuilder, rng: np.random.Generator, x: Value, channe
     y = x if expansion == 1 else activation(b, conv_bn(b, rng, x, (hidden, in_channels), 1))
     y = activation(b, conv_bn(b, rng, y, (hidden, hidden), kernel, stride, groups=hidden))
     if squeeze:
-        y = squeeze_excite(b, rng, y, hidden, max(1, in_channels // 4))
+        y = squeeze_excite(b, rng, y, hidden, max(1, in_channels // 4), activation)
     y = conv_bn(b, rng, y, (out_channels, hidden), 1)
     return b.add(x, y) if stride == 1 and in_channels == out_channels else y
 
@@ -123,14 +150,127 @@ def inverted_residual_net(seed: int, stages: tuple, activation: Callable, squeez
                                   activation, squeeze)
             channels = out_channels
     y = activation(b, conv_bn(b, rng, y, (1280, channels), 1))
-    pooled = b.node("Flatten", b.node("GlobalAveragePool", y), axis=1)
-    weights, bias = xavier_normal(rng, (1000, 1280), 1280, 1000), small_normal(rng, (1000,))
-    return b.model(b.node("Gemm", pooled, b.constant(weights), b.constant(bias), transB=1), (1, 1000), opset=OPSET)
+    return b.model(classifier(b, rng, b.node("GlobalAveragePool", y), 1280), (1, 1000), opset=OPSET)
+
+
+def basic_block(b: OnnxBuilder, rng: np.random.Generator, x: Value, channels: tuple[int, int], stride: int) -> Value:
+    """ResNet's basic block: relu(shortcut + bn(3x3(relu(bn(3x3/stride(x)))))), the shortcut a 1x1/stride
+    conv with batch norm where the shape changes."""
+    out_channels, in_channels = channels
+    y = relu(b, conv_bn(b, rng, x, channels, 3, stride, symmetric_pads=True))
+    y = conv_bn(b, rng, y, (out_channels, out_channels), 3, symmetric_pads=True)
+    shortcut = x if stride == 1 and in_channels == out_channels else conv_bn(b, rng, x, channels, 1, stride)
+    return relu(b, b.add(shortcut, y))
+
+
+def resnet18_ish() -> onnx.ModelProto:
+    """torchvision's resnet18: x[1,3,224,224] -> 7x7/2 conv (64) with batch norm and relu, 3x3/2
+    max pool, RESNET18_STAGES of basic blocks, global average pool, linear -> logits[1,1000]."""
+    rng = np.random.default_rng(8)
+    b = OnnxBuilder()
+    y = relu(b, conv_bn(b, rng, b.input("x", (1, 3, 224, 224)), (64, 3), 7, stride=2, symmetric_pads=True))
+    y = b.node("MaxPool", y, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    channels = 64
+    for out_channels, blocks, stride in RESNET18_STAGES:
+        for block in range(blocks):
+            y = basic_block(b, rng, y, (out_channels, channels), stride if block == 0 else 1)
+            channels = out_channels
+    return b.model(classifier(b, rng, b.node("GlobalAveragePool", y), channels), (1, 1000), opset=OPSET)
+
+
+def regnet_y_block(b: OnnxBuilder, rng: np.random.Generator, x: Value, channels: tuple[int, int],
+                   stride: int) -> Value:
+    """torchvision's ResBottleneckBlock with bottleneck ratio 1: 1x1, 3x3/stride in groups of
+    REGNET_GROUP_WIDTH channels, squeeze-and-excitation to REGNET_SE_RATIO of the block's input
+    channels (relu inside), 1x1 without activation; relu(shortcut + that), the shortcut a 1x1/stride
+    conv with batch norm where the shape changes."""
+    out_channels, in_channels = channels
+    y = relu(b, conv_bn(b, rng, x, channels, 1))
+    y = relu(b, conv_bn(b, rng, y, (out_channels, out_channels), 3, stride, groups=out_channels // REGNET_GROUP_WIDTH,
+                        symmetric_pads=True))
+    y = squeeze_excite(b, rng, y, out_channels, round(REGNET_SE_RATIO * in_channels), relu)
+    y = conv_bn(b, rng, y, (out_channels, out_channels), 1)
+    shortcut = x if stride == 1 and in_channels == out_channels else conv_bn(b, rng, x, channels, 1, stride)
+    return relu(b, b.add(shortcut, y))
+
+
+def regnet_y_400mf_ish() -> onnx.ModelProto:
+    """torchvision's regnet_y_400mf: x[1,3,224,224] -> 3x3/2 conv (32) with batch norm and relu,
+    REGNET_Y_400MF_STAGES of regnet_y_blocks (the first of each at stride 2), global average pool,
+    linear -> logits[1,1000]."""
+    rng = np.random.default_rng(9)
+    b = OnnxBuilder()
+    y = relu(b, conv_bn(b, rng, b.input("x", (1, 3, 224, 224)), (32, 3), 3, stride=2, symmetric_pads=True))
+    channels = 32
+    for out_channels, blocks in REGNET_Y_400MF_STAGES:
+        for block in range(blocks):
+            y = regnet_y_block(b, rng, y, (out_channels, channels), 2 if block == 0 else 1)
+            channels = out_channels
+    return b.model(classifier(b, rng, b.node("GlobalAveragePool", y), channels), (1, 1000), opset=OPSET)
+
+
+def gelu_like_pytorch(b: OnnxBuilder, x: Value) -> Value:
+    """nn.GELU() as PyTorch exports it at opset 17: x * (erf(x / sqrt(2)) + 1) * 0.5."""
+    erf = b.node("Erf", b.node("Div", x, b.constant(np.float32(np.sqrt(2.0)))))
+    return b.mul(b.mul(x, b.add(erf, b.constant(np.float32(1.0)))), b.constant(np.float32(0.5)))
+
+
+def layer_norm_nhwc(b: OnnxBuilder, rng: np.random.Generator, x: Value, channels: int) -> Value:
+    """LayerNormalization over the last axis (eps 1e-6), random scale and bias."""
+    scale, bias = small_normal(rng, (channels,), mean=1.0), small_normal(rng, (channels,))
+    return b.layer_norm(x, b.constant(scale), b.constant(bias), axis=-1)
+
+
+def layer_norm_2d(b: OnnxBuilder, rng: np.random.Generator, x: Value, channels: int) -> Value:
+    """torchvision convnext's LayerNorm2d on NCHW x: Transpose to NHWC, LayerNormalization over the
+    channels, Transpose back (its Permute, layer_norm, Permute)."""
+    return b.transpose(layer_norm_nhwc(b, rng, b.transpose(x, [0, 2, 3, 1]), channels), [0, 3, 1, 2])
+
+
+def conv_with_bias(b: OnnxBuilder, rng: np.random.Generator, x: Value, channels: tuple[int, int], kernel: int,
+                   stride: int = 1, groups: int = 1) -> Value:
+    """Conv with a bias, padded kernel // 2 on every side at stride 1 and not at all otherwise."""
+    out_channels, in_channels = channels
+    weights = he_normal(rng, (out_channels, in_channels // groups, kernel, kernel), in_channels // groups * kernel ** 2)
+    pads = [kernel // 2] * 4 if stride == 1 else [0] * 4
+    return b.node("Conv", x, b.constant(weights), b.constant(small_normal(rng, (out_channels,))), pads=pads,
+                  kernel_shape=[kernel, kernel], strides=[stride, stride], group=groups)
+
+
+def convnext_block(b: OnnxBuilder, rng: np.random.Generator, x: Value, channels: int) -> Value:
+    """torchvision's CNBlock: 7x7 depthwise conv, Transpose to NHWC, LayerNormalization, linear to
+    4 x channels, GELU, linear back, Transpose to NCHW, times the layer scale, plus x."""
+    y = b.transpose(conv_with_bias(b, rng, x, (channels, channels), 7, groups=channels), [0, 2, 3, 1])
+    y = linear(b, rng, gelu_like_pytorch(b, linear(b, rng, layer_norm_nhwc(b, rng, y, channels), (4 * channels, channels))),
+               (channels, 4 * channels))
+    layer_scale = b.constant(small_normal(rng, (channels, 1, 1), mean=0.5))
+    return b.add(x, b.mul(layer_scale, b.transpose(y, [0, 3, 1, 2])))
+
+
+def convnext_tiny_ish() -> onnx.ModelProto:
+    """torchvision's convnext_tiny: x[1,3,224,224] -> 4x4/4 conv (96) and LayerNorm2d, CONVNEXT_TINY_STAGES
+    of convnext_blocks, each stage after the first opened by LayerNorm2d and a 2x2/2 conv doubling the
+    channels; global average pool, LayerNorm2d, linear -> logits[1,1000]."""
+    rng = np.random.default_rng(10)
+    b = OnnxBuilder()
+    y = layer_norm_2d(b, rng, conv_with_bias(b, rng, b.input("x", (1, 3, 224, 224)), (96, 3), 4, stride=4), 96)
+    channels = 96
+    for out_channels, blocks in CONVNEXT_TINY_STAGES:
+        if out_channels != channels:
+            y = conv_with_bias(b, rng, layer_norm_2d(b, rng, y, channels), (out_channels, channels), 2, stride=2)
+            channels = out_channels
+        for _ in range(blocks):
+            y = convnext_block(b, rng, y, channels)
+    pooled = layer_norm_2d(b, rng, b.node("GlobalAveragePool", y), channels)
+    return b.model(classifier(b, rng, pooled, channels), (1, 1000), opset=OPSET)
 
 
 BUILT_MODELS = {
     "mobilenet_v2_ish": lambda: inverted_residual_net(6, MOBILENET_V2_STAGES, relu6, squeeze=False),
     "efficientnet_ish": lambda: inverted_residual_net(7, EFFICIENTNET_B0_STAGES, silu, squeeze=True),
+    "resnet18_ish": resnet18_ish,
+    "regnet_y_400mf_ish": regnet_y_400mf_ish,
+    "convnext_tiny_ish": convnext_tiny_ish,
 }
 MODELS = (*ZOO_MODELS, *BUILT_MODELS)
 

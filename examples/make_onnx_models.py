@@ -133,13 +133,15 @@ def transformer_block_model() -> onnx.ModelProto:
 
 
 def conv_bn(b: OnnxBuilder, rng: np.random.Generator, x: Value, channels: tuple[int, int], kernel: int,
-            stride: int = 1, groups: int = 1) -> Value:
-    """Conv (no bias, SAME_UPPER, `groups` channel groups: depthwise when it is the channel count)
-    followed by BatchNormalization."""
+            stride: int = 1, groups: int = 1, symmetric_pads: bool = False) -> Value:
+    """Conv (no bias, `groups` channel groups: depthwise when it is the channel count) followed by
+    BatchNormalization. Padded SAME_UPPER, or with `symmetric_pads` kernel // 2 on every side as
+    PyTorch's Conv2d(padding=kernel // 2) exports it (at stride 2 SAME_UPPER pads only the end)."""
     out_channels, in_channels = channels
     fan_in = in_channels // groups * kernel * kernel
     weights = b.constant(he_normal(rng, (out_channels, in_channels // groups, kernel, kernel), fan_in))
-    conv = b.node("Conv", x, weights, auto_pad="SAME_UPPER", strides=[stride, stride], group=groups)
+    padding = {"pads": [kernel // 2] * 4} if symmetric_pads else {"auto_pad": "SAME_UPPER"}
+    conv = b.node("Conv", x, weights, strides=[stride, stride], group=groups, **padding)
     scale, bias, mean = (small_normal(rng, (out_channels,), mean=m) for m in (1.0, 0.0, 0.0))
     variance = np.abs(small_normal(rng, (out_channels,), mean=1.0))
     return b.node("BatchNormalization", conv, *map(b.constant, (scale, bias, mean, variance)), epsilon=1e-5)
