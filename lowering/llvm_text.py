@@ -9,7 +9,10 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
+
+import llvmlite.binding as llvm_binding
 
 VECTOR = 16
 """f32 lanes of one AVX-512 register, the vector width the ukernels are written for."""
@@ -27,6 +30,14 @@ INTRINSICS = (
     f"declare {VECTOR_TYPE} @llvm.ldexp.v16f32.v16i32({VECTOR_TYPE}, <16 x i32>)",
 )
 """Declarations of the intrinsics the ukernels call."""
+
+
+@functools.cache
+def host_has_avx512() -> bool:
+    """Whether this CPU has AVX-512F: 32 registers of VECTOR floats. Without it (AVX2) a
+    <VECTOR x float> value takes two of its 16 registers of 8 floats, so a ukernel's register
+    tile holds half as many accumulators before LLVM spills them."""
+    return "+avx512f" in llvm_binding.get_host_cpu_features().flatten().split(",")
 
 
 class LLVMText:

@@ -20,7 +20,8 @@ holds the remaining columns, rounded up to 16 with zeros, and stores its last ve
 mask; the last row tile takes the remaining rows. Tile sizes were picked by measurement: 6x64
 tiles and 256-deep blocks ran 1.1-1.3x faster than OpenBLAS (NumPy's matmul, which packs b at
 every call) on 128x768x3072, 128x3072x768 and 256x1024x1024, at 1 thread; 12x32 tiles were
-slower than OpenBLAS.
+slower than OpenBLAS. Those were AVX-512 hosts: without AVX-512 (AVX2, 16 registers of 8 floats)
+a tile is 6x16 (PANEL), since 6x64 tiles spilled their accumulators and ran 1.6-2.1x slower.
 
 Since 2026-11-25 the same generator also writes the ukernel on a b that is not packed: b
 row-major (`ROW_MAJOR`: any k x n, rows of n floats; a tile's last vector of a row is loaded
@@ -53,10 +54,12 @@ from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import Attribute
 
 from graphopt.lowering import tile_epilogue
-from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, load, store
+from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, host_has_avx512, load, store
 
-PANEL = 64
-"""Columns of b per panel: 4 vectors of 16 floats."""
+PANEL = 64 if host_has_avx512() else 16
+"""Columns of b per panel: 4 vectors of 16 floats with AVX-512 (a 6x64 tile: 24 accumulators of
+its 32 registers), else one vector of 16 floats (6x16: 12 accumulators of AVX2's 16 registers of
+8 floats; 6x64 tiles spilled there and ran 1.6-2.1x slower)."""
 ROWS = 6
 """Rows of a per register tile."""
 DEPTH = 256

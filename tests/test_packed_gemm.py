@@ -23,7 +23,7 @@ from graphopt.dialects import graph
 from graphopt.lowering.convert_graph_to_linalg import ConvertGraphToLinalgPass
 from graphopt.runtime.arrays import aligned_empty
 from graphopt.runtime.jit import KernelArgumentError, compile_module, native_module
-from graphopt.lowering import tile_epilogue
+from graphopt.lowering import packed_gemm, tile_epilogue
 from graphopt.lowering.packed_gemm import (
     PANEL, VECTOR, chunk_name, pack_panels, packed_size, row_major_name, ukernel_ir,
 )
@@ -113,15 +113,15 @@ def test_matmuls_of_equal_sizes_and_different_ranks_compile_together():
 
 
 def test_kernel_takes_panels_and_module_declares_the_ukernel():
-    module = dense_layer((4, 8), sample((8, 70), specials=False))
+    module = dense_layer((4, 8), sample((8, PANEL + 6), specials=False))
     kernel, declaration = kernels(module)
     panels = kernel.function_type.inputs.data[-2]  # after x and b (unused: its panels replace it)
-    assert panels.get_shape() == (packed_size(8, 70),) == (8 * (PANEL + VECTOR),)
+    assert panels.get_shape() == (packed_size(8, PANEL + 6),) == (8 * (PANEL + VECTOR),)
     assert declaration.is_declaration and "graph.ukernel" in declaration.attributes
 
 
 def test_pack_panels_layout():
-    b = np.arange(3 * 70, dtype=np.float32).reshape(3, 70)
+    b = np.arange(3 * (PANEL + 6), dtype=np.float32).reshape(3, PANEL + 6)
     packed = pack_panels(b)
     full, edge = packed[: 3 * PANEL].reshape(3, PANEL), packed[3 * PANEL :].reshape(3, VECTOR)
     np.testing.assert_array_equal(full, b[:, :PANEL])  # panel 0, k-major
@@ -208,16 +208,36 @@ def guarded(values: np.ndarray) -> tuple[np.ndarray, mmap.mmap]:
     return copy, memory
 
 
-def run_row_major(b: np.ndarray, a: np.ndarray, epilogue=(), operands=(), out_shape=None) -> np.ndarray:
-    """The row-major-b ukernel (not optimized) called on (b, a, operands..., out)."""
-    out = np.full(out_shape, np.nan, np.float32)
-    arrays = [b, a, *operands, out]
-    types = [MemRefType(f32, x.shape) for x in arrays]
-    ukernel = row_major_name(types, epilogue)
-    engine = native_module(ukernel_ir(ukernel, types))
+def call_ukernel(ukernel: str, arrays: list[np.ndarray]) -> None:
+    """The ukernel named `ukernel` (not optimized) called on `arrays`, its memref types theirs."""
+    engine = native_module(ukernel_ir(ukernel, [MemRefType(f32, x.shape) for x in arrays]))
     function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(arrays))(engine.get_function_address(ukernel))
     function(*(x.ctypes.data for x in arrays))
+
+
+def run_row_major(b: np.ndarray, a: np.ndarray, epilogue=(), operands=(), out_shape=None) -> np.ndarray:
+    """The row-major-b ukernel called on (b, a, operands..., out)."""
+    out = np.full(out_shape, np.nan, np.float32)
+    arrays = [b, a, *operands, out]
+    call_ukernel(row_major_name([MemRefType(f32, x.shape) for x in arrays], epilogue), arrays)
     return out
+
+
+@pytest.mark.parametrize("panel", [16, 64])
+@pytest.mark.parametrize("rows, k, n", [(13, 300, 130), (7, 5, 17), (6, 257, 64), (1, 3, 1)])
+def test_either_panel_width_matches_numpy(monkeypatch, panel, rows, k, n):
+    """The tiles of both kinds of host (PANEL 64 with AVX-512, 16 without) on packed and on
+    row-major b: edge panels, edge row tiles, k past one block; NaN and inf in b propagate."""
+    monkeypatch.setattr(packed_gemm, "PANEL", panel)
+    a, b = sample((rows, k), seed=2, specials=False), sample((k, n), seed=1)
+    out = np.full((rows, n), np.nan, np.float32)
+    panels = pack_panels(b)
+    call_ukernel(packed_gemm.name([MemRefType(f32, x.shape) for x in (a, panels, out)]), [a, panels, out])
+    with np.errstate(invalid="ignore"):
+        expected = a @ b
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
+    np.testing.assert_allclose(run_row_major(b[None], a, out_shape=(1, rows, n))[0], expected, rtol=1e-4, atol=1e-4,
+                               equal_nan=True)
 
 
 @pytest.mark.parametrize(
