@@ -12,7 +12,19 @@ Needs onnx and onnxruntime (`pip install -e ".[onnx]"`; matplotlib, `.[plot]`, f
   mobilenet_v2_ish, MobileNet-v2 at width 1.0 (inverted residual blocks: 1x1 expand, depthwise
   3x3, 1x1 project, each with BatchNormalization, relu6 as Clip, residual adds), and
   efficientnet_ish, EfficientNet-B0's stack (the same blocks with 3x3 and 5x5 depthwise convs,
-  SiLU as x*Sigmoid(x), and squeeze-and-excitation: global pool, 1x1, SiLU, 1x1, Sigmoid, Mul).
+  SiLU as x*Sigmoid(x), and squeeze-and-excitation: global pool, 1x1, SiLU, 1x1, Sigmoid, Mul);
+  and torchvision's architectures as PyTorch exports them at opset 17 (convs padded kernel // 2 on
+  every side, as Conv2d's padding): resnet18_ish (7x7/2 stem, 3x3/2 max pool, basic blocks of two
+  3x3s with batch norm, residual adds), regnet_y_400mf_ish (RegNetY-400MF: 3x3/2 stem of 32, stages
+  of 48, 104, 208 and 440 channels, 1, 3, 6 and 6 blocks, the first of each at stride 2: 1x1, 3x3 in
+  groups of 8 channels, squeeze-and-excitation to a quarter of the block's input channels with
+  relu, 1x1, residual add) and convnext_tiny_ish (4x4/4 stem, stages of 3, 3, 9 and 3 blocks at
+  96, 192, 384 and 768 channels, 2x2/2 downsampling: 7x7 depthwise conv, Transpose to NHWC,
+  LayerNormalization over the channels, MatMul + Add to 4x the channels, GELU as PyTorch writes it
+  at opset 17 (x * (Erf(x / sqrt 2) + 1) * 0.5), MatMul + Add back, Transpose to NCHW, times the
+  layer scale, residual add; LayerNorm2d, in the stem, before each downsampling conv and in the
+  head, is Transpose, LayerNormalization, Transpose, as torchvision's Permute, layer_norm, Permute
+  export).
 
 One child process per thread count, with end_to_end.py's environment (timing.thread_environment).
 In it, per model: `graphopt.compile(graphopt.from_onnx(model), backends=("cpu", "blas"))` and an

@@ -10,7 +10,7 @@ generated for the shapes, with R and the dilations in its name:
 
 The ukernel computes tiles of OUT_CHANNELS output channels x VECTORS vectors of 16 output
 columns (an output row cut into vectors of 16, the last under a mask; short rows give a tile
-several rows) in 24 registers: for each input channel and each tap (kh, kw) of the window, it
+several rows) in 24 registers (4 x 1 vectors in 8 registers of AVX2 without AVX-512): for each input channel and each tap (kh, kw) of the window, it
 loads each distinct vector of x the tile needs once (tiles of several rows share the rows of
 x that neighbouring taps read), broadcasts one weight per output channel, and issues one FMA
 per accumulator. After the last input channel each accumulator is stored once. Loops
@@ -43,12 +43,14 @@ from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import Attribute
 
 from graphopt.lowering import tile_epilogue
-from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, load, store
+from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, host_has_avx512, load, store
 
-OUT_CHANNELS = 8
+OUT_CHANNELS = 8 if host_has_avx512() else 4
 """Output channels per register tile."""
-VECTORS = 3
-"""Vectors of 16 output columns per register tile."""
+VECTORS = 3 if host_has_avx512() else 1
+"""Vectors of 16 output columns per register tile: 8 x 3 accumulators of AVX-512's 32 registers;
+without AVX-512, 4 x 1 (8 of AVX2's 16 registers of 8 floats: 8 x 3 spilled there, and ran
+regnet_y_400mf's group-width-8 3x3s at stride 1 1.5-3.4x slower)."""
 PREFIX = "graphopt_sconv_direct"
 SLACK = VECTOR
 """Floats the phases buffer needs past its last row: a row's last vector reads up to 15 floats

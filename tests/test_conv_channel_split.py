@@ -100,7 +100,9 @@ def test_two_threads_match_the_interpreter(monkeypatch, batch, x_shape, w_shape,
 
 def test_one_group_chunks_start_at_register_tiles_and_read_all_of_x(monkeypatch):
     """Output channels 0-15 and 16-20 (chunks start at multiples of direct_conv.OUT_CHANNELS),
-    each chunk copying all of x into its phases and adding its channels' bias in the tile."""
+    each chunk copying all of x into its phases and adding its channels' bias in the tile
+    (AVX-512's tile of 8 channels, on any host)."""
+    monkeypatch.setattr(direct_conv, "OUT_CHANNELS", 8)
     module = conv_block((1, 5, 12, 10), (21, 5, 3, 3), padding=(1, 1, 1, 1))
     executable, calls = compiled_calls(monkeypatch, module, sample((1, 5, 12, 10), specials=False))
     (step,) = executable.steps
@@ -128,7 +130,7 @@ def test_one_thread_and_small_convs_stay_whole():
 @given(conv=ukernel_convs(), out_channels=st.integers(9, 21), seed=st.integers(0, 2**16))
 def test_any_direct_conv_of_one_image_matches_the_interpreter_on_two_threads(conv, out_channels, seed):
     """ukernel_convs' convs on one image, those of one group with 9-21 output channels: two
-    chunks, the first of 8 or 16 channels."""
+    chunks, the first of 8 or 16 channels (AVX-512's tile of 8 channels, on any host)."""
     x_shape, w_shape, strides, dilations, padding, groups = conv
     x_shape, w_shape = (1, *x_shape[1:]), (out_channels if groups == 1 else w_shape[0], *w_shape[1:])
     rng = np.random.default_rng(seed)
@@ -137,6 +139,7 @@ def test_any_direct_conv_of_one_image_matches_the_interpreter_on_two_threads(con
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(CpuSchedule, "conv_gemm", lambda self, op: False)  # 1x1s and narrow outputs too
         patch.setattr(CpuSchedule, "lanes_conv", lambda self, op: False)  # 16 output channels too
+        patch.setattr(direct_conv, "OUT_CHANNELS", 8)
         executable, _ = compiled_calls(patch, module, rng.standard_normal(x_shape).astype(np.float32))
     (step,) = executable.steps
     if groups == 1:

@@ -108,12 +108,33 @@ def tiles(call: func.CallOp) -> set[tuple[int, ...]]:
         (100, {(8, 1, 3, 16), (8, 1, 1, 4), (5, 1, 3, 16), (5, 1, 1, 4)}),
     ],
 )
-def test_output_widths_reach_every_tile_variant(out_width, tile_variants):
+def test_output_widths_reach_every_tile_variant(out_width, tile_variants, monkeypatch):
+    """AVX-512's tile of 8 channels x 3 vectors (on any host: the tile shape changes no result)."""
+    monkeypatch.setattr(direct_conv, "OUT_CHANNELS", 8)
+    monkeypatch.setattr(direct_conv, "VECTORS", 3)
     x_shape = (3, 8, 9, out_width + 2)
     module = conv_layer(x_shape, sample((13, 8, 3, 3), seed=1, specials=False))
     (call,) = direct_calls(module)
     assert tiles(call) == tile_variants
     check_compiled(module, sample(x_shape, specials=False))
+
+
+@pytest.mark.parametrize(
+    "out_width, tile_variants",
+    [
+        (5, {(4, 1, 1, 5), (1, 1, 1, 5)}),  # 13 channels: 4, 4, 4 and 1
+        (50, {(4, 1, 1, 16), (4, 1, 1, 2), (1, 1, 1, 16), (1, 1, 1, 2)}),
+    ],
+)
+def test_avx2_tile_variants(out_width, tile_variants, monkeypatch):
+    """The tile of hosts without AVX-512: 4 channels x 1 vector, one row."""
+    monkeypatch.setattr(direct_conv, "OUT_CHANNELS", 4)
+    monkeypatch.setattr(direct_conv, "VECTORS", 1)
+    x_shape = (2, 8, 5, out_width + 2)
+    module = conv_layer(x_shape, sample((13, 8, 3, 3), seed=1))
+    (call,) = direct_calls(module)
+    assert tiles(call) == tile_variants
+    check_compiled(module, sample(x_shape))
 
 
 CONVOLUTIONS = [
