@@ -9,10 +9,21 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
+
+import llvmlite.binding as llvm_binding
 
 VECTOR = 16
 """f32 lanes of one AVX-512 register, the vector width the ukernels are written for."""
+
+
+@functools.cache
+def host_has_avx512() -> bool:
+    """Whether this CPU has AVX-512: 32 registers of VECTOR floats. Without it (AVX2) LLVM splits
+    each vector into two of its 16 registers of 8 floats, so a register tile sized for AVX-512
+    spills."""
+    return bool(llvm_binding.get_host_cpu_features().get("avx512f"))
 VECTOR_TYPE = f"<{VECTOR} x float>"
 
 INTRINSICS = (

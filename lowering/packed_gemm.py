@@ -53,10 +53,12 @@ from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import Attribute
 
 from graphopt.lowering import tile_epilogue
-from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, load, store
+from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, host_has_avx512, load, store
 
 PANEL = 64
 """Columns of b per panel: 4 vectors of 16 floats."""
+NARROW_PANEL = VECTOR
+"""Columns of row-major b per register tile on a CPU without AVX-512 (`row_major_panel`)."""
 ROWS = 6
 """Rows of a per register tile."""
 DEPTH = 256
@@ -118,18 +120,27 @@ def _epilogue(name_: str) -> tuple[tile_epilogue.Step, ...]:
     return tile_epilogue.parse(match[1]) if match else ()
 
 
+def row_major_panel() -> int:
+    """Columns of row-major b per register tile on this CPU: PANEL with AVX-512; else NARROW_PANEL,
+    6 rows x 1 vector, 12 of AVX2's 16 registers (the 6 x 4 vectors of a PANEL tile take 48 there, and
+    LLVM moved accumulators through the stack at every FMA: 2026-11-27, docs/cpu-codegen.md)."""
+    return PANEL if host_has_avx512() else NARROW_PANEL
+
+
 def _round_up(size: int, multiple: int) -> int:
     return -(-size // multiple) * multiple
 
 
-def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
+def ukernel_ir(name_: str, types: Sequence[MemRefType], row_major_columns: int | None = None) -> str:
     """LLVM IR defining `void @name_(ptr a, ptr b_panels, ptr out)` for these memref types, or
-    for the row-major-b ukernel `void @name_(ptr b, ptr a, <the tile epilogue's operands>, ptr out)`."""
+    for the row-major-b ukernel `void @name_(ptr b, ptr a, <the tile epilogue's operands>, ptr out)`
+    with tiles of `row_major_columns` columns (a multiple of VECTOR; default `row_major_panel()`)."""
     if name_.startswith(f"{ROW_MAJOR_PREFIX}_"):
         b_type, a_type, *_, out_type = types
         a_shape = a_type.get_shape()
         sizes = (out_type.get_shape()[0], a_shape[0], math.prod(a_shape[1:]), math.prod(out_type.get_shape()[2:]))
-        return _Ukernel(name_, ROW_MAJOR, *sizes, _epilogue(name_)).text()
+        panel = row_major_columns or row_major_panel()
+        return _Ukernel(name_, ROW_MAJOR, *sizes, _epilogue(name_), panel=panel).text()
     a_type, _, out_type = types
     return strided_ukernel_ir(name_, math.prod(a_type.get_shape()[:-1]), a_type.get_shape()[-1], out_type.get_shape()[-1])
 
@@ -142,20 +153,22 @@ def strided_ukernel_ir(name_: str, rows: int, k: int, n: int, a_stride: int | No
 
 class _Ukernel(LLVMText):
     """The ukernel's IR. a's rows lie `a_stride` floats apart (k: contiguous) and out's rows
-    `out_stride` floats apart (n), so that a and out may be strided views (`matrix_ir`)."""
+    `out_stride` floats apart (n), so that a and out may be strided views (`matrix_ir`). A
+    register tile spans `panel` columns (PANEL: the packed panels' width)."""
 
     def __init__(
         self, name: str, layout: str, images: int, rows: int, k: int, n: int, epilogue: Sequence[tile_epilogue.Step] = (),
-        a_stride: int | None = None, out_stride: int | None = None,
+        a_stride: int | None = None, out_stride: int | None = None, panel: int = PANEL,
     ):
         super().__init__()
         self.name, self.layout, self.images, self.rows, self.k, self.n = name, layout, images, rows, k, n
         self.epilogue = tuple(epilogue)
         self.a_stride, self.out_stride = a_stride or k, out_stride or n
+        self.panel = panel
 
     def text(self) -> str:
         tile_rows = sorted({r for r in (ROWS, self.rows % ROWS) if r and r <= self.rows})
-        tile_columns = sorted({c for c in (PANEL, self.n % PANEL) if c and c <= self.n})
+        tile_columns = sorted({c for c in (self.panel, self.n % self.panel) if c and c <= self.n})
         for r in tile_rows:
             for c in tile_columns:
                 self._tile(r, c)
@@ -178,10 +191,11 @@ class _Ukernel(LLVMText):
         def lanes(v: int) -> int:
             return columns - v * VECTOR if v == vectors - 1 else VECTOR
 
-        # the vectors the k loop computes: a last vector of one lane (7x7 outputs: 49 = 3 x 16 + 1),
-        # which would take one FMA per row for one useful product, is a dot product along k per
-        # row after the loop instead (`_dot_column`)
-        dot = row_major and vectors > 1 and lanes(vectors - 1) == 1
+        # the vectors the k loop computes: a last vector of one lane (7x7 outputs: 49 = 3 x 16 + 1;
+        # with tiles of one vector, 49 = 3 x 16 + a tile of one column), which would take one FMA
+        # per row for one useful product, is a dot product along k per row after the loop instead
+        # (`_dot_column`)
+        dot = row_major and lanes(vectors - 1) == 1
         looped = range(vectors - 1 if dot else vectors)
 
         e = self.emit
@@ -296,18 +310,18 @@ class _Ukernel(LLVMText):
             kc = self.value(f"select i1 {short}, i64 {left}, i64 {DEPTH}")
             flags = (self.value(f"icmp eq i64 {kb}, 0"), self.value(f"icmp eq i64 {kb}, {blocks - 1}"))
             a_k = self.pointer("%a", k0)
-            full_panels = self.n // PANEL
+            full_panels = self.n // self.panel
 
             def panel(p: str) -> None:
-                b_p = self._panel(b_i, self.value(f"mul i64 {p}, {PANEL}"), k0, PANEL)
-                c_p = self.pointer(out_i, self.value(f"mul i64 {p}, {PANEL}"))
-                self._row_tiles(a_k, b_p, c_p, PANEL, kc, flags)
+                b_p = self._panel(b_i, self.value(f"mul i64 {p}, {self.panel}"), k0, self.panel)
+                c_p = self.pointer(out_i, self.value(f"mul i64 {p}, {self.panel}"))
+                self._row_tiles(a_k, b_p, c_p, self.panel, kc, flags)
 
             self.loop(full_panels, panel)
-            if self.n % PANEL:
-                b_edge = self._panel(b_i, full_panels * PANEL, k0, _round_up(self.n % PANEL, VECTOR))
-                c_edge = self.pointer(out_i, full_panels * PANEL)
-                self._row_tiles(a_k, b_edge, c_edge, self.n % PANEL, kc, flags)
+            if self.n % self.panel:
+                b_edge = self._panel(b_i, full_panels * self.panel, k0, _round_up(self.n % self.panel, VECTOR))
+                c_edge = self.pointer(out_i, full_panels * self.panel)
+                self._row_tiles(a_k, b_edge, c_edge, self.n % self.panel, kc, flags)
 
         if self.images == 1:
             image("0")
@@ -316,7 +330,7 @@ class _Ukernel(LLVMText):
         self.end()
 
     def _panel(self, b: str, column: int | str, k0: str, width: int) -> str:
-        """A pointer to b's columns from `column` (a multiple of PANEL) at row k0: in a packed
+        """A pointer to b's columns from `column` (a multiple of the tile's panel) at row k0: in a packed
         panel (of `width` floats a row), or in row-major b."""
         if self.layout == ROW_MAJOR:
             return self.pointer(b, self.value(f"add i64 {self.value(f'mul i64 {k0}, {self.n}')}, {column}"))

@@ -25,7 +25,7 @@ from graphopt.runtime.arrays import aligned_empty
 from graphopt.runtime.jit import KernelArgumentError, compile_module, native_module
 from graphopt.lowering import tile_epilogue
 from graphopt.lowering.packed_gemm import (
-    PANEL, VECTOR, chunk_name, pack_panels, packed_size, row_major_name, ukernel_ir,
+    NARROW_PANEL, PANEL, VECTOR, chunk_name, pack_panels, packed_size, row_major_name, ukernel_ir,
 )
 from graphopt.transforms.fuse import FusePass
 
@@ -208,18 +208,20 @@ def guarded(values: np.ndarray) -> tuple[np.ndarray, mmap.mmap]:
     return copy, memory
 
 
-def run_row_major(b: np.ndarray, a: np.ndarray, epilogue=(), operands=(), out_shape=None) -> np.ndarray:
-    """The row-major-b ukernel (not optimized) called on (b, a, operands..., out)."""
+def run_row_major(b: np.ndarray, a: np.ndarray, epilogue=(), operands=(), out_shape=None, columns=None) -> np.ndarray:
+    """The row-major-b ukernel (not optimized) called on (b, a, operands..., out), with tiles of
+    `columns` columns (default: this CPU's, `row_major_panel`)."""
     out = np.full(out_shape, np.nan, np.float32)
     arrays = [b, a, *operands, out]
     types = [MemRefType(f32, x.shape) for x in arrays]
     ukernel = row_major_name(types, epilogue)
-    engine = native_module(ukernel_ir(ukernel, types))
+    engine = native_module(ukernel_ir(ukernel, types, columns))
     function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(arrays))(engine.get_function_address(ukernel))
     function(*(x.ctypes.data for x in arrays))
     return out
 
 
+@pytest.mark.parametrize("columns", [PANEL, NARROW_PANEL])  # AVX-512's tiles and AVX2's, on any CPU
 @pytest.mark.parametrize(
     "images, rows, k, n",
     [
@@ -231,27 +233,30 @@ def run_row_major(b: np.ndarray, a: np.ndarray, epilogue=(), operands=(), out_sh
         (2, 6, 20, 130),  # two full panels and 2 columns
         (1, 19, 9, 196),
         (1, 5, 3, 64),
+        (2, 7, 33, 65),  # a last tile of one column: a dot product with tiles of one vector or four
+        (1, 6, 20, 31),  # two vectors, the second of 15 lanes
     ],
 )
-def test_row_major_b_matches_numpy_and_reads_nothing_past_b(images, rows, k, n):
+def test_row_major_b_matches_numpy_and_reads_nothing_past_b(images, rows, k, n, columns):
     """out[i] = a @ b[i] with b row-major, ending at an unreadable page; NaN and inf in b propagate."""
     b = sample((images, k, n), seed=1)
     a = sample((rows, k), seed=2, specials=False)
     guarded_b, memory = guarded(b)
-    out = run_row_major(guarded_b, a, out_shape=(images, rows, n))
+    out = run_row_major(guarded_b, a, out_shape=(images, rows, n), columns=columns)
     with np.errstate(invalid="ignore"):
         np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4, equal_nan=True)
     del guarded_b
     memory.close()
 
 
-def test_row_major_epilogue_per_row_applies_after_the_last_k_block():
+@pytest.mark.parametrize("columns", [PANEL, NARROW_PANEL])
+def test_row_major_epilogue_per_row_applies_after_the_last_k_block(columns):
     """relu(a @ b + bias[row] + residual): the bias is per row (an output channel), the residual of out's shape."""
     images, rows, k, n = 2, 8, 270, 49
     b, a = sample((images, k, n), seed=1, specials=False), sample((rows, k), seed=2, specials=False)
     bias, residual = sample((rows, 1), seed=3, specials=False), sample((images, rows, n), seed=4, specials=False)
     steps = (("add", ("A", "P0")), ("add", ("S0", "R")), ("max", ("S1", tile_epilogue.constant(0.0))))
-    out = run_row_major(b, a, steps, (bias, residual), (images, rows, n))
+    out = run_row_major(b, a, steps, (bias, residual), (images, rows, n), columns)
     np.testing.assert_allclose(out, np.maximum(a @ b + bias + residual, 0), rtol=1e-4, atol=1e-4)
     types = [MemRefType(f32, x.shape) for x in (b, a, bias, residual, out)]
     name = row_major_name(types, steps)
