@@ -36,7 +36,8 @@ carries the epilogue and every operand's shape:
 
 b holds images x k x n floats, a rows x k (its first dim counts rows), out images x rows x n;
 the ukernel loops over images, then as above, and applies the epilogue to the tiles of the
-last k block. A tile whose last vector would hold one column (n of 49, a 7x7 output: 3 vectors
+last k block. Its tiles are ROWS x `row_major_panel()` columns: PANEL with AVX-512, one vector
+without it (AVX2's 16 registers of 8 floats; 2026-11-27). A tile whose last vector would hold one column (n of 49, a 7x7 output: 3 vectors
 and one lane) computes that column as a dot product along k per row, 16 steps of k at a time
 (b's column gathered), rather than an FMA per row and k step for one useful product: the
 7x7 convs of ResNet-50 ran 213-221 GFLOP/s against 195-199 (benchmarks/conv_gemm.py).
