@@ -37,7 +37,7 @@ def host_has_avx512() -> bool:
     """Whether this CPU has AVX-512F: 32 registers of VECTOR floats. Without it (AVX2) a
     <VECTOR x float> value takes two of its 16 registers of 8 floats, so a ukernel's register
     tile holds half as many accumulators before LLVM spills them."""
-    return "+avx512f" in llvm_binding.get_host_cpu_features().flatten().split(",")
+    return bool(llvm_binding.get_host_cpu_features().get("avx512f"))
 
 
 class LLVMText:

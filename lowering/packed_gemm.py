@@ -181,10 +181,10 @@ class _Ukernel(LLVMText):
         def lanes(v: int) -> int:
             return columns - v * VECTOR if v == vectors - 1 else VECTOR
 
-        # the vectors the k loop computes: a last vector of one lane (7x7 outputs: 49 = 3 x 16 + 1),
-        # which would take one FMA per row for one useful product, is a dot product along k per
-        # row after the loop instead (`_dot_column`)
-        dot = row_major and vectors > 1 and lanes(vectors - 1) == 1
+        # the vectors the k loop computes: a last vector of one lane (7x7 outputs: 49 = 3 x 16 + 1;
+        # with PANEL 16, 49 = 3 x 16 + a tile of one column), which would take one FMA per row for
+        # one useful product, is a dot product along k per row after the loop instead (`_dot_column`)
+        dot = row_major and lanes(vectors - 1) == 1
         looped = range(vectors - 1 if dot else vectors)
 
         e = self.emit

@@ -251,10 +251,14 @@ def test_either_panel_width_matches_numpy(monkeypatch, panel, rows, k, n):
         (2, 6, 20, 130),  # two full panels and 2 columns
         (1, 19, 9, 196),
         (1, 5, 3, 64),
+        (2, 7, 33, 65),  # a last tile of one column: a dot product with tiles of one vector or four
+        (1, 6, 20, 31),  # two vectors, the second of 15 lanes
     ],
 )
-def test_row_major_b_matches_numpy_and_reads_nothing_past_b(images, rows, k, n):
+@pytest.mark.parametrize("panel", [16, 64])  # the tiles of hosts without AVX-512 and with, on any host
+def test_row_major_b_matches_numpy_and_reads_nothing_past_b(monkeypatch, panel, images, rows, k, n):
     """out[i] = a @ b[i] with b row-major, ending at an unreadable page; NaN and inf in b propagate."""
+    monkeypatch.setattr(packed_gemm, "PANEL", panel)
     b = sample((images, k, n), seed=1)
     a = sample((rows, k), seed=2, specials=False)
     guarded_b, memory = guarded(b)
@@ -265,8 +269,10 @@ def test_row_major_b_matches_numpy_and_reads_nothing_past_b(images, rows, k, n):
     memory.close()
 
 
-def test_row_major_epilogue_per_row_applies_after_the_last_k_block():
+@pytest.mark.parametrize("panel", [16, 64])
+def test_row_major_epilogue_per_row_applies_after_the_last_k_block(monkeypatch, panel):
     """relu(a @ b + bias[row] + residual): the bias is per row (an output channel), the residual of out's shape."""
+    monkeypatch.setattr(packed_gemm, "PANEL", panel)
     images, rows, k, n = 2, 8, 270, 49
     b, a = sample((images, k, n), seed=1, specials=False), sample((rows, k), seed=2, specials=False)
     bias, residual = sample((rows, 1), seed=3, specials=False), sample((images, rows, n), seed=4, specials=False)

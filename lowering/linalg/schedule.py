@@ -17,7 +17,7 @@ from graphopt.dialects import graph
 from graphopt.lowering import conv_lanes, depthwise_conv, direct_conv, packed_gemm, pooling, row_sums
 from graphopt.lowering.linalg.epilogue import tile_epilogue_of
 from graphopt.lowering.linalg.indexing import shape_of
-from graphopt.lowering.llvm_text import VECTOR
+from graphopt.lowering.llvm_text import VECTOR, host_has_avx512
 from graphopt.lowering.tile_epilogue import Step
 
 if TYPE_CHECKING:
@@ -52,6 +52,22 @@ CONV_GEMM_WIDTH = 8
 STEM_GEMM_TAPS = 3 * 3 * 3
 """Taps (input channels x window) up to which a conv of 64 or more output channels that
 `conv_lanes` does not take runs as the conv GEMM (`CpuSchedule.conv_gemm`): a stem."""
+
+STEM_CHANNELS = 3
+"""Input channels up to which a conv of 64 or more output channels is a stem that runs as the
+conv GEMM, whatever its window, on a CPU without AVX-512 (`narrow_register_stem`)."""
+
+
+def narrow_register_stem(op: graph.Conv2dOp) -> bool:
+    """Whether the conv is a stem (at most STEM_CHANNELS input channels, 64 or more output
+    channels) on a CPU without AVX-512. There the conv_lanes and direct ukernels' register tiles
+    (28 and 24 vectors of 16 floats) take twice AVX2's 16 registers and spill, while the conv
+    GEMM's tiles are one vector wide (`packed_gemm.PANEL`): on 2026-11-27 (2-core EPYC
+    with AVX2 only, conv + bias + relu, 1 thread, interleaved with ONNX Runtime's Conv + Relu)
+    the 3->64 7x7/2 stem at 224 ran 1.74x ORT's time as conv_lanes and 1.24x as the GEMM,
+    ZFNet's 3->96 7x7/2 2.77x (direct) and 1.16x, AlexNet's 3->96 11x11/4 1.78x (direct) and 1.26x."""
+    out_channels, in_channels, _, _ = shape_of(op.w)
+    return in_channels <= STEM_CHANNELS and out_channels >= 64 and not host_has_avx512()
 
 
 LANES_1X1_POSITIONS = frozenset({1, *range(7 * 7 + 1, 14 * 14 + 1)})
@@ -205,6 +221,7 @@ class CpuSchedule(PlainSchedule):
         return (
             conv_lanes.applies(op.x.type, op.w.type, op.result.type, op.get("groups"))
             and not self.depthwise_conv(op)
+            and not narrow_register_stem(op)
             and idle_lanes * 32 <= out_channels
             and ((kernel_h, kernel_w) != (1, 1) or out_h * out_w in LANES_1X1_POSITIONS)
         )
@@ -230,10 +247,11 @@ class CpuSchedule(PlainSchedule):
           output channels, whose rows `conv_lanes` does not take (2026-11-25, + bias + relu):
           SqueezeNet's 3->64 3x3/2 at 224 (111 columns) 1.10x (250 -> 227 us), at 227 1.24x,
           3->96 3x3/2 at 200 1.19x; not with fewer output channels (3->24 at 56 0.97x, 3->16 at
-          111 0.65x) nor EfficientNet's 3->32 3x3/2 at 224 (0.97x).
+          111 0.65x) nor EfficientNet's 3->32 3x3/2 at 224 (0.97x);
+        - on a CPU without AVX-512, every stem of `narrow_register_stem` (2026-11-27).
         """
         out_channels, in_channels, kernel_h, kernel_w = shape_of(op.w)
-        stem = in_channels * kernel_h * kernel_w <= STEM_GEMM_TAPS and out_channels >= 64
+        stem = (in_channels * kernel_h * kernel_w <= STEM_GEMM_TAPS and out_channels >= 64) or narrow_register_stem(op)
         return (
             direct_conv.applies(op.x.type, op.w.type, op.result.type)
             and op.get("groups") == 1
