@@ -147,11 +147,7 @@ class FloatExpression:
         return self.emit(llvm.AShrOp(a, self.int_value(bits)))
 
     def ldexp(self, x: SSAValue, k: SSAValue) -> SSAValue:
-        """x 2^k for an integer k (of the float's width) in [-253, 255], as 2^(k/2) 2^(k - k/2), so
-        that a subnormal result rounds once and a large one overflows to inf."""
-        half_k = self.shift_right_signed(k, 1)
-        scaled = self.mul(x, power_of_two_f32(self, half_k))
-        return self.mul(scaled, power_of_two_f32(self, self.int_sub(k, half_k)))
+        return ldexp_f32(self, x, k)
 
     def polynomial(self, x: SSAValue, coefficients: Sequence[float]) -> SSAValue:
         """Horner's scheme with fma, highest-degree coefficient first."""
@@ -230,6 +226,16 @@ LN2_HIGH, LN2_LOW = 0.693359375, -2.12194440e-4
 def power_of_two_f32(expr: FloatExpression, k: SSAValue) -> SSAValue:
     """2^k for an i32 k in [-126, 127], built in the exponent bits."""
     return expr.from_bits(expr.shift_left(expr.int_add(k, F32_EXPONENT_BIAS), F32_MANTISSA_BITS))
+
+
+def ldexp_f32(expr: FloatExpression, x: SSAValue, k: SSAValue) -> SSAValue:
+    """x 2^k for an integer k (of the float's width) in [-253, 255], as 2^(k/2) 2^(k - k/2), so
+    that a subnormal result rounds once and a large one overflows to inf: two multiplications
+    and integer ops, which every vector ISA has (AVX2 has no vector ldexp: LLVM calls libm's
+    ldexpf per lane there)."""
+    half_k = expr.shift_right_signed(k, 1)
+    scaled = expr.mul(x, power_of_two_f32(expr, half_k))
+    return expr.mul(scaled, power_of_two_f32(expr, expr.int_sub(k, half_k)))
 
 
 EXP_COEFFICIENTS = (1.3843607157468796e-3, 8.374195545911789e-3, 4.166800528764725e-2, 1.6666430234909058e-1,

@@ -11,7 +11,8 @@ relu, the bias per-channel operand 0, is
 
 Ops: add, sub, mul, div, max and min (NaN-propagating, as NumPy's maximum and minimum), sqrt
 and sigmoid (1 / (1 + exp(-x)), with convert-math-to-llvm's exp expansion, whose 2^n is one
-`llvm.ldexp`: AVX-512's vscalefps). Steps that read neither `A` nor `R` (a batch norm's
+`llvm.ldexp` with AVX-512, its vscalefps, and two multiplications by powers of two built in the
+exponent bits without it: LLVM writes a vector ldexp on AVX2 as a libm call per lane). Steps that read neither `A` nor `R` (a batch norm's
 sqrt(var + eps)) are computed once per channel of the tile.
 """
 
@@ -23,8 +24,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from graphopt.lowering.convert_math_to_llvm import expand_exp_f32
-from graphopt.lowering.llvm_text import VECTOR_TYPE, LLVMText, broadcast, load
+from graphopt.lowering.convert_math_to_llvm import expand_exp_f32, ldexp_f32
+from graphopt.lowering.llvm_text import VECTOR_TYPE, LLVMText, broadcast, host_has_avx512, load
 
 Step = tuple[str, tuple[str, ...]]
 
@@ -94,7 +95,8 @@ def _float_literal(value: float) -> str:
 class VectorExpression:
     """The builders of `convert_math_to_llvm.FloatExpression` that `expand_exp_f32` calls, on
     <16 x float> values of LLVM IR text (operands: value names, or numbers for splat constants);
-    2^k is one `llvm.ldexp` (vscalefps) instead of two multiplications by built powers of two."""
+    2^k is one `llvm.ldexp` (vscalefps) on a host with AVX-512 instead of two multiplications by
+    built powers of two (`ldexp_f32`), which hosts without it take."""
 
     INT_TYPE = "<16 x i32>"
 
@@ -140,11 +142,32 @@ class VectorExpression:
     def to_bits(self, x: str) -> str:
         return self.text.value(f"bitcast {VECTOR_TYPE} {x} to {self.INT_TYPE}")
 
-    def int_sub(self, a: str, b: int) -> str:
-        return self.text.value(f"sub {self.INT_TYPE} {a}, splat (i32 {b})")
+    def from_bits(self, bits: str) -> str:
+        return self.text.value(f"bitcast {self.INT_TYPE} {bits} to {VECTOR_TYPE}")
+
+    def _int_instruction(self, name: str, a: str, b: str | int) -> str:
+        operand = b if isinstance(b, str) else f"splat (i32 {b})"
+        return self.text.value(f"{name} {self.INT_TYPE} {a}, {operand}")
+
+    def int_add(self, a: str, b: str | int) -> str:
+        return self._int_instruction("add", a, b)
+
+    def int_sub(self, a: str, b: str | int) -> str:
+        return self._int_instruction("sub", a, b)
+
+    def shift_left(self, a: str, bits: int) -> str:
+        return self._int_instruction("shl", a, bits)
+
+    def shift_right_signed(self, a: str, bits: int) -> str:
+        return self._int_instruction("ashr", a, bits)
+
+    def mul(self, a: str | float, b: str | float) -> str:
+        return self._instruction("fmul", a, b)
 
     def ldexp(self, x: str, k: str) -> str:
-        return self._call("ldexp.v16f32.v16i32", f"{VECTOR_TYPE} {x}", f"{self.INT_TYPE} {k}")
+        if host_has_avx512():
+            return self._call("ldexp.v16f32.v16i32", f"{VECTOR_TYPE} {x}", f"{self.INT_TYPE} {k}")
+        return ldexp_f32(self, x, k)
 
     def sigmoid(self, x: str) -> str:
         """1 / (1 + exp(-x)), as the interpreter computes it."""

@@ -10,8 +10,9 @@ import pytest
 import graphopt
 from test_direct_conv import check_compiled
 from test_graph_to_linalg import sample
-from test_packed_gemm import kernels
+from test_packed_gemm import kernels, run_row_major
 from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType, f32
 
 from graphopt.builder import GraphBuilder
 from graphopt.lowering import depthwise_conv, direct_conv, packed_gemm, tile_epilogue
@@ -115,13 +116,25 @@ SIGMOID_GRID = np.concatenate(
 below it, the special values and the edges of exp's clamp and overflow."""
 
 
+def assert_sigmoid_accurate(result: np.ndarray, arguments: np.ndarray) -> None:
+    """Relative error < 1e-6 against float64 sigmoid where the result is a normal float (the
+    loop nest's exp bound), within 2^-126 below it; NaN where it is NaN."""
+    with np.errstate(over="ignore"):
+        reference = 1 / (1 + np.exp(-arguments.astype(np.float64).ravel()))
+    result = result.astype(np.float64).ravel()
+    tiny = float(np.finfo(np.float32).tiny)
+    normal = reference >= tiny
+    assert np.max(np.abs(result - reference)[normal] / reference[normal]) < 1e-6
+    assert np.max(np.abs(result - reference)[~normal & ~np.isnan(reference)]) <= tiny
+    np.testing.assert_array_equal(np.isnan(result), np.isnan(reference))
+
+
 @pytest.mark.parametrize("kind", ["direct", "gemm"])
 def test_sigmoid_in_the_tile_is_as_accurate_as_the_loop_nest(kind):
     """sigmoid of the conv outputs SIGMOID_GRID, against float64 sigmoid of the interpreter's
-    conv: relative error < 1e-6 where the result is a normal float (the loop nest's exp bound),
-    within 2^-126 below it; NaN where it is NaN. The conv (2 channels, weight 1 at one tap of
-    channel 0, 0 elsewhere) outputs the grid; a 1x2 window on 200-column rows is the direct
-    ukernel's, a 1x1 the GEMM's."""
+    conv (`assert_sigmoid_accurate`). The conv (2 channels, weight 1 at one tap of channel 0, 0
+    elsewhere) outputs the grid; a 1x2 window on 200-column rows is the direct ukernel's, a 1x1
+    the GEMM's."""
     x = np.stack([SIGMOID_GRID.reshape(100, 200), np.zeros((100, 200))])[None].astype(np.float32)
     w = np.zeros((1, 2, 1, 2 if kind == "direct" else 1), np.float32)
     w[0, 0, 0, 0] = 1.0
@@ -138,14 +151,21 @@ def test_sigmoid_in_the_tile_is_as_accurate_as_the_loop_nest(kind):
     assert calls[0].startswith(direct_conv.PREFIX if kind == "direct" else packed_gemm.ROW_MAJOR_PREFIX)
     (result,) = check_compiled(module, x)(x)
     (y,) = graphopt.interpret(conv_then(lambda g, y: y), x)
-    with np.errstate(over="ignore"):
-        reference = 1 / (1 + np.exp(-y.astype(np.float64).ravel()))
-    result = result.astype(np.float64).ravel()
-    tiny = float(np.finfo(np.float32).tiny)
-    normal = reference >= tiny
-    assert np.max(np.abs(result - reference)[normal] / reference[normal]) < 1e-6
-    assert np.max(np.abs(result - reference)[~normal & ~np.isnan(reference)]) <= tiny
-    np.testing.assert_array_equal(np.isnan(result), np.isnan(reference))
+    assert_sigmoid_accurate(result, y)
+
+
+@pytest.mark.parametrize("avx512", [True, False])
+def test_sigmoid_epilogue_is_as_accurate_with_either_form_of_exps_power_of_two(monkeypatch, avx512):
+    """The epilogue's 2^n is llvm.ldexp on hosts with AVX-512 and two multiplications by powers of
+    two without (a vector ldexp is a libm call per lane on AVX2): both, on any host, on the GEMM
+    ukernel called directly (the JIT's caches key kernels by their module, not by this choice)."""
+    monkeypatch.setattr(tile_epilogue, "host_has_avx512", lambda: avx512)
+    grid = SIGMOID_GRID.astype(np.float32).reshape(1, 1, -1)
+    one = np.ones((1, 1), np.float32)
+    steps = (("sigmoid", (tile_epilogue.ACCUMULATOR,)),)
+    name = packed_gemm.row_major_name([MemRefType(f32, x.shape) for x in (grid, one, grid)], steps)
+    assert ("call <16 x float> @llvm.ldexp" in packed_gemm.ukernel_ir(name, [MemRefType(f32, x.shape) for x in (grid, one, grid)])) == avx512
+    assert_sigmoid_accurate(run_row_major(grid, one, steps, out_shape=grid.shape), grid)
 
 
 @pytest.mark.parametrize("kind", KINDS)
