@@ -3,7 +3,6 @@ backend, against the interpreter; its packing of w and the cpu schedule's rule f
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from test_conv_epilogues import TAILS, conv_module, epilogue_of, inputs
 from test_direct_conv import check_compiled, conv_layer
