@@ -37,9 +37,9 @@ from xdsl.ir import Attribute
 from graphopt.lowering import direct_conv, tile_epilogue
 from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, load, store
 
-AVX512_TILE = (2, 14, 7)
-AVX2_TILE = (1, 6, 4)
-"""(BLOCKS, POSITIONS, FEWEST_POSITIONS) of a register tile (`register_tile`)."""
+AVX512_TILE = (2, 14, 7, 12)
+AVX2_TILE = (1, 6, 4, 13)
+"""(BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES) of a register tile (`register_tile`)."""
 
 
 def register_tile(features: Mapping[str, bool]) -> tuple[int, int, int]:
@@ -49,15 +49,16 @@ def register_tile(features: Mapping[str, bool]) -> tuple[int, int, int]:
     without it (AVX2: 16 registers of 8 floats, a vector of 16 is two), 1 x 6 down to 1 x 4
     (12 accumulator registers, 2 of weights, 1 broadcast): on a Zen 1 host 2 x 14 spills, and
     1 x 4-6 ran 1.5-3.5x faster (64->64 3x3 at 56 1.53x, 128 at 28 1.54x, 256 at 14 3.5x,
-    512 at 7 1.75x, 64 at 224 1.5x; 2 x 2 as fast as 1 x 4, 1 x 7 spills: 0.7x of 1 x 4)."""
+    512 at 7 1.75x, 64 at 224 1.5x; 2 x 2 as fast as 1 x 4, 1 x 7 spills: 0.7x of 1 x 4), with
+    super-tiles of up to 13 tiles so that rows of 13 (SqueezeNet's) fit tiles of 6: 64->256 3x3
+    at 13 ran 7.4x, 512->1008 1x1 1.6x faster than the direct ukernel and the GEMM there."""
     return AVX512_TILE if features.get("avx512f") else AVX2_TILE
 
 
-BLOCKS, POSITIONS, FEWEST_POSITIONS = register_tile(llvm_binding.get_host_cpu_features())
+BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES = register_tile(llvm_binding.get_host_cpu_features())
 """Vectors of 16 output channels per register tile; output positions per tile, at most and at
-least (`positions`): this CPU's `register_tile`."""
-MAX_UNROLLED_TILES = 12
-"""Tiles of a super-tile, and tiles after the last one, written out at most (`positions`)."""
+least; tiles of a super-tile, and tiles after the last one, written out at most (`positions`):
+this CPU's `register_tile`."""
 PREFIX = "graphopt_sconv_lanes"
 
 
@@ -76,7 +77,7 @@ def positions(out_w: int) -> int | None:
     FEWEST_POSITIONS, that divide OW (a loop over the tiles of each row) or whose super-tile
     lcm(P, OW) is at most MAX_UNROLLED_TILES tiles (AVX512_TILE: rows of 224, 112, 56, 28, 14
     and 7: 14; of 13: 13; of 27: 12; of 50: 10; of 55: 11; AVX2_TILE: of 224, 112, 56 and 28:
-    4; of 14, 7 and 27: 6; of 55 and 50: 5); None when none is (rows of 17; of 13 with AVX2_TILE)."""
+    4; of 14, 7, 13 and 27: 6; of 55 and 50: 5); None when none is (rows of 17)."""
     fitting = (
         p
         for p in range(POSITIONS, FEWEST_POSITIONS - 1, -1)

@@ -36,7 +36,7 @@ def lanes_whenever_it_applies(monkeypatch):
 def tile(request, monkeypatch):
     """The ukernel built with each register tile, whatever this CPU's (`register_tile`); the
     kernel caches, keyed by the CPU and not by the tile, are off."""
-    for attribute, value in zip(("BLOCKS", "POSITIONS", "FEWEST_POSITIONS"), request.param):
+    for attribute, value in zip(("BLOCKS", "POSITIONS", "FEWEST_POSITIONS", "MAX_UNROLLED_TILES"), request.param):
         monkeypatch.setattr(conv_lanes, attribute, value)
     monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
     monkeypatch.setattr(jit, "_cache", {})
@@ -53,7 +53,7 @@ def test_tiles_fit_the_rows(tile):
     widths = (224, 112, 56, 28, 14, 7, 1, 13, 27, 50, 55, 17)
     fitting = {
         conv_lanes.AVX512_TILE: [14, 14, 14, 14, 14, 14, 14, 13, 12, 10, 11, None],
-        conv_lanes.AVX2_TILE: [4, 4, 4, 4, 6, 6, 6, None, 6, 5, 5, None],
+        conv_lanes.AVX2_TILE: [4, 4, 4, 4, 6, 6, 6, 6, 6, 5, 5, None],
     }
     assert [conv_lanes.positions(w) for w in widths] == fitting[tile]
 
@@ -100,6 +100,8 @@ CONVOLUTIONS = [
     # rows of 28: a loop over 2 tiles of 14 in each row; rows of 27: tiles of 12 (`positions`)
     ((2, 4, 4, 28), (32, 4, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
     ((1, 5, 6, 29), (16, 5, 3, 3), (1, 1), (1, 1), (0, 0, 0, 0)),
+    # rows of 13 (SqueezeNet's): tiles of 13, or of 6 in super-tiles of 6 rows and a rest of 13
+    ((1, 4, 13, 13), (32, 4, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
 ]
 
 
@@ -145,14 +147,13 @@ def test_one_image_splits_by_blocks_of_output_channels(monkeypatch, tail, tile):
     assert len(next(step for step in steps if "conv2d" in step.name).kernel.chunks) == 2
 
 
-def test_rows_whose_super_tile_is_too_long_keep_the_other_ukernels():
-    """Rows of 17 outputs: no tile of 7 to 14 positions divides them, and every super-tile
-    lcm(P, 17) is 17 tiles, over MAX_UNROLLED_TILES."""
+def test_rows_whose_super_tile_is_too_long_keep_the_other_ukernels(tile):
+    """Rows of 17 outputs: no tile of either range of positions divides them, and every
+    super-tile lcm(P, 17) is 17 tiles, over MAX_UNROLLED_TILES."""
     assert lanes_calls(conv_layer((1, 8, 3, 19), sample((16, 8, 3, 3), specials=False))) == []
 
 
-def test_schedule_takes_nearly_full_blocks_of_output_channels_and_small_1x1s(monkeypatch):
-    monkeypatch.setattr(conv_lanes, "POSITIONS", conv_lanes.AVX512_TILE[1])  # rows of 13 fit
+def test_schedule_takes_nearly_full_blocks_of_output_channels_and_small_1x1s():
 
     def taken(x_shape, w_shape, strides=(1, 1), groups=1):
         module = conv_layer(x_shape, sample(w_shape, specials=False), strides, groups=groups)
