@@ -34,18 +34,30 @@ from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import Attribute
 
 from graphopt.lowering import direct_conv, tile_epilogue
-from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, load, store
+from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, host_has_avx512, load, store
 
-BLOCKS = 2
-"""Vectors of 16 output channels per register tile."""
-POSITIONS = 14
-"""Output positions per register tile, at most: BLOCKS x POSITIONS accumulators and BLOCKS
-weight vectors take 30 of the 32 registers (2 x 14 ran 1-4% faster than 2 x 12, 3 x 8, 4 x 6
-and 1 x 28 on ResNet-50's 3x3s and stem)."""
-FEWEST_POSITIONS = 7
-"""Output positions per register tile, at least (`positions`)."""
-MAX_UNROLLED_TILES = 12
-"""Tiles of a super-tile, and tiles after the last one, written out at most (`positions`)."""
+AVX512_TILE = (2, 14, 7, 12)
+AVX2_TILE = (1, 6, 4, 13)
+"""(BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES) of a register tile (`register_tile`)."""
+
+
+def register_tile(avx512: bool) -> tuple[int, int, int, int]:
+    """The register tile for a CPU with or without AVX-512 (`llvm_text.host_has_avx512`): with
+    AVX-512's 32 registers of 16 floats, 2 x 14 (28 accumulators, 2 weight vectors; 2 x 14 ran
+    1-4% faster than 2 x 12, 3 x 8, 4 x 6 and 1 x 28 on ResNet-50's 3x3s and stem, Zen 4);
+    without it (AVX2: 16 registers of 8 floats, a vector of 16 is two), 1 x 6 down to 1 x 4
+    (12 accumulator registers, 2 of weights, 1 broadcast): on a Zen 1 host 2 x 14 spills, and
+    1 x 4-6 ran 1.5-3.5x faster (64->64 3x3 at 56 1.53x, 128 at 28 1.54x, 256 at 14 3.5x,
+    512 at 7 1.75x, 64 at 224 1.5x; 2 x 2 as fast as 1 x 4, 1 x 7 spills: 0.7x of 1 x 4), with
+    super-tiles of up to 13 tiles so that rows of 13 (SqueezeNet's) fit tiles of 6: 64->256 3x3
+    at 13 ran 7.4x, 512->1008 1x1 1.6x faster than the direct ukernel and the GEMM there."""
+    return AVX512_TILE if avx512 else AVX2_TILE
+
+
+BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES = register_tile(host_has_avx512())
+"""Vectors of 16 output channels per register tile; output positions per tile, at most and at
+least; tiles of a super-tile, and tiles after the last one, written out at most (`positions`):
+this CPU's `register_tile`."""
 PREFIX = "graphopt_sconv_lanes"
 
 
@@ -62,8 +74,9 @@ def applies(x_type: Attribute, w_type: Attribute, out_type: Attribute, groups: i
 def positions(out_w: int) -> int | None:
     """Output positions per tile for rows of `out_w`: the most, from POSITIONS down to
     FEWEST_POSITIONS, that divide OW (a loop over the tiles of each row) or whose super-tile
-    lcm(P, OW) is at most MAX_UNROLLED_TILES tiles (rows of 224, 112, 56, 28, 14 and 7: 14; of
-    13: 13; of 27: 12; of 50: 10; of 55: 11); None when none is (rows of 17)."""
+    lcm(P, OW) is at most MAX_UNROLLED_TILES tiles (AVX512_TILE: rows of 224, 112, 56, 28, 14
+    and 7: 14; of 13: 13; of 27: 12; of 50: 10; of 55: 11; AVX2_TILE: of 224, 112, 56 and 28:
+    4; of 14, 7, 13 and 27: 6; of 55 and 50: 5); None when none is (rows of 17)."""
     fitting = (
         p
         for p in range(POSITIONS, FEWEST_POSITIONS - 1, -1)

@@ -15,6 +15,7 @@ from graphopt.lowering import conv_lanes
 from graphopt.lowering.linalg.schedule import CpuSchedule
 from graphopt.lowering.llvm_text import host_has_avx512
 from graphopt.lowering.pipelines import CPU
+from graphopt.runtime import jit
 
 RULE = CpuSchedule.lanes_conv
 """The cpu schedule's own choice (the fixture widens it)."""
@@ -32,15 +33,36 @@ def lanes_whenever_it_applies(monkeypatch):
     )
 
 
+@pytest.fixture(params=[conv_lanes.AVX512_TILE, conv_lanes.AVX2_TILE], ids=["avx512_tile", "avx2_tile"])
+def tile(request, monkeypatch):
+    """The ukernel built with each register tile, whatever this CPU's (`register_tile`); the
+    kernel caches, keyed by the CPU and not by the tile, are off."""
+    for attribute, value in zip(("BLOCKS", "POSITIONS", "FEWEST_POSITIONS", "MAX_UNROLLED_TILES"), request.param):
+        monkeypatch.setattr(conv_lanes, attribute, value)
+    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
+    monkeypatch.setattr(jit, "_cache", {})
+    return request.param
+
+
 def lanes_calls(module) -> list[func.CallOp]:
     """The calls of the lanes ukernel after fuse and convert-graph-to-linalg."""
     calls = [op for kernel in kernels(module) for op in kernel.walk() if isinstance(op, func.CallOp)]
     return [op for op in calls if op.callee.string_value().startswith(f"{conv_lanes.PREFIX}_")]
 
 
-def test_tiles_fit_the_rows():
-    assert [conv_lanes.positions(w) for w in (224, 112, 56, 28, 14, 7, 1)] == [14] * 7
-    assert [conv_lanes.positions(w) for w in (13, 27, 50, 55, 17)] == [13, 12, 10, 11, None]
+def test_tiles_fit_the_rows(tile):
+    widths = (224, 112, 56, 28, 14, 7, 1, 13, 27, 50, 55, 17)
+    fitting = {
+        conv_lanes.AVX512_TILE: [14, 14, 14, 14, 14, 14, 14, 13, 12, 10, 11, None],
+        conv_lanes.AVX2_TILE: [4, 4, 4, 4, 6, 6, 6, 6, 6, 5, 5, None],
+    }
+    assert [conv_lanes.positions(w) for w in widths] == fitting[tile]
+
+
+def test_register_tile_by_cpu():
+    assert conv_lanes.register_tile(avx512=True) == conv_lanes.AVX512_TILE
+    assert conv_lanes.register_tile(avx512=False) == conv_lanes.AVX2_TILE
+    assert (conv_lanes.BLOCKS, conv_lanes.POSITIONS) == conv_lanes.register_tile(host_has_avx512())[:2]
 
 
 def test_pack_puts_16_output_channels_last_and_pads_with_zeros():
@@ -61,7 +83,7 @@ CONVOLUTIONS = [
     # 40 channels: a tile of 2 blocks, then one of 8 channels; stride 2, odd padding
     ((1, 12, 15, 21), (40, 12, 3, 3), (2, 2), (1, 1), (0, 1, 1, 0)),
     # one input channel (the schedule gives it to the depthwise ukernel)
-    ((1, 1, 12, 13), (16, 1, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    ((1, 1, 12, 14), (16, 1, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
     # a stem: 3 input channels, 7x7 stride 2
     ((1, 3, 23, 23), (16, 3, 7, 7), (2, 2), (1, 1), (3, 3, 3, 3)),
     # dilations, taps in other stride phases, strides (2, 1)
@@ -79,12 +101,14 @@ CONVOLUTIONS = [
     # rows of 28: a loop over 2 tiles of 14 in each row; rows of 27: tiles of 12 (`positions`)
     ((2, 4, 4, 28), (32, 4, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
     ((1, 5, 6, 29), (16, 5, 3, 3), (1, 1), (1, 1), (0, 0, 0, 0)),
+    # rows of 13 (SqueezeNet's): tiles of 13, or of 6 in super-tiles of 6 rows and a rest of 13
+    ((1, 4, 13, 13), (32, 4, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
 ]
 
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("x_shape, w_shape, strides, dilations, padding", CONVOLUTIONS)
-def test_conv_matches_interpreter(x_shape, w_shape, strides, dilations, padding, threads):
+def test_conv_matches_interpreter(x_shape, w_shape, strides, dilations, padding, threads, tile):
     module = conv_layer(x_shape, sample(w_shape, seed=1, specials=False), strides, dilations, padding)
     (call,) = lanes_calls(module)
     assert call.arguments[1].type.get_shape() == conv_lanes.packed_shape(w_shape)
@@ -92,7 +116,7 @@ def test_conv_matches_interpreter(x_shape, w_shape, strides, dilations, padding,
 
 
 @pytest.mark.parametrize("specials_in", ["x", "w"])
-def test_nan_inf_and_signed_zeros_match_interpreter(specials_in):
+def test_nan_inf_and_signed_zeros_match_interpreter(specials_in, tile):
     """NaN, inf and signed zeros reach only the outputs whose window holds them (the padding
     reads zeros of the phases, the packed w's padding channels are never stored)."""
     x_shape, w_shape = (2, 8, 7, 9), (24, 8, 3, 3)
@@ -103,7 +127,7 @@ def test_nan_inf_and_signed_zeros_match_interpreter(specials_in):
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("tail", TAILS)
-def test_tails_run_in_the_ukernel_and_match_interpreter(tail, threads):
+def test_tails_run_in_the_ukernel_and_match_interpreter(tail, threads, tile):
     """Each tail of test_conv_epilogues.py (bias, batch norm, relu, clip, SiLU, hardswish, the
     residual add) is the ukernel's epilogue, on 19 output channels, NaN and inf in x."""
     module, _ = conv_module(TAILS[tail], x_shape=(3, 5, 9, 11))
@@ -112,9 +136,9 @@ def test_tails_run_in_the_ukernel_and_match_interpreter(tail, threads):
 
 
 @pytest.mark.parametrize("tail", ["batch_norm residual relu", "batch_norm silu residual"])
-def test_one_image_splits_by_blocks_of_output_channels(monkeypatch, tail):
-    """At 2 threads one image runs as two chunks of output channels, each a tile of 2 blocks of
-    16 (w's packed blocks, the per-channel operands and the residual sliced as out)."""
+def test_one_image_splits_by_blocks_of_output_channels(monkeypatch, tail, tile):
+    """At 2 threads one image runs as two chunks of 32 output channels, each one or two tiles
+    (w's packed blocks, the per-channel operands and the residual sliced as out)."""
     monkeypatch.setitem(CPU.defaults, "min_work", 0)
     monkeypatch.setattr("test_conv_epilogues.CHANNELS", 64)
     module, _ = conv_module(TAILS[tail], x_shape=(1, 5, 9, 12))
@@ -124,13 +148,14 @@ def test_one_image_splits_by_blocks_of_output_channels(monkeypatch, tail):
     assert len(next(step for step in steps if "conv2d" in step.name).kernel.chunks) == 2
 
 
-def test_rows_whose_super_tile_is_too_long_keep_the_other_ukernels():
-    """Rows of 17 outputs: no tile of 7 to 14 positions divides them, and every super-tile
-    lcm(P, 17) is 17 tiles, over MAX_UNROLLED_TILES."""
+def test_rows_whose_super_tile_is_too_long_keep_the_other_ukernels(tile):
+    """Rows of 17 outputs: no tile of either range of positions divides them, and every
+    super-tile lcm(P, 17) is 17 tiles, over MAX_UNROLLED_TILES."""
     assert lanes_calls(conv_layer((1, 8, 3, 19), sample((16, 8, 3, 3), specials=False))) == []
 
 
 def test_schedule_takes_nearly_full_blocks_of_output_channels_and_small_1x1s():
+
     def taken(x_shape, w_shape, strides=(1, 1), groups=1):
         module = conv_layer(x_shape, sample(w_shape, specials=False), strides, groups=groups)
         (conv,) = (op for op in module.walk() if isinstance(op, graph.Conv2dOp))
