@@ -17,7 +17,8 @@ and each kw, one load of the tap's columns that feeds an FMA into every row that
 tap's 16 columns are one load of x at stride 1; at stride 2 each input row's 32 + columns
 are loaded once, split into even and odd columns by two shuffles, and each tap is one of
 those shifted by whole lanes (one more shuffle). The padding costs no copy: a load that reaches past x's row is masked (the lanes
-outside read 0), and an input row outside x multiplies zeros, so that 0 x inf weights give NaN
+outside read 0; without AVX-512, on the planes between x's first and last, a full load and a
+select: `loads_under_masks`), and an input row outside x multiplies zeros, so that 0 x inf weights give NaN
 as in the interpreter's zero-padded windows. The vectors whose taps all lie inside the row run
 as a loop, the others are written out; the last vector of a row is stored under a mask.
 Since 2026-11-25 a ukernel may apply a tile epilogue (`tile_epilogue.py`) before each store,
