@@ -17,7 +17,8 @@ and each kw, one load of the tap's columns that feeds an FMA into every row that
 tap's 16 columns are one load of x at stride 1; at stride 2 each input row's 32 + columns
 are loaded once, split into even and odd columns by two shuffles, and each tap is one of
 those shifted by whole lanes (one more shuffle). The padding costs no copy: a load that reaches past x's row is masked (the lanes
-outside read 0), and an input row outside x multiplies zeros, so that 0 x inf weights give NaN
+outside read 0; without AVX-512, on the planes between x's first and last, a full load and a
+select: `loads_under_masks`), and an input row outside x multiplies zeros, so that 0 x inf weights give NaN
 as in the interpreter's zero-padded windows. The vectors whose taps all lie inside the row run
 as a loop, the others are written out; the last vector of a row is stored under a mask.
 Since 2026-11-25 a ukernel may apply a tile epilogue (`tile_epilogue.py`) before each store,
@@ -36,7 +37,9 @@ from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import Attribute
 
 from graphopt.lowering import tile_epilogue
-from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, load, store
+from graphopt.lowering.llvm_text import (
+    VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, host_has_avx512, lane_mask, load, store,
+)
 
 PREFIX = "graphopt_sconv_depthwise"
 ROWS = {1: 4}
@@ -65,6 +68,15 @@ PLANE_WASTE = 0.1
 with PLANE_STEPS (`takes_epilogue`): the plane pass ran 1.09-1.19x the loop nest's speed on
 planes of 196 floats and more (13 vectors, 4 lanes of the last used), 0.80x on 7x7 planes (49:
 four vectors for 3 and one lane)."""
+
+
+def loads_under_masks() -> bool:
+    """Whether the taps that reach past x's row are masked loads on every plane (with AVX-512),
+    or, on the planes of x between its first and last, full loads whose lanes outside the row
+    are then selected away (without it). AVX2's masked load (vmaskmovps) ran the 3x3 convs on
+    14x14 and 7x7 planes, where every tap is one, 1.6-1.9x slower than the full loads on
+    2026-11-27 (AMD EPYC znver1; docs/cpu-codegen.md)."""
+    return host_has_avx512()
 
 
 def applies(x_type: Attribute, w_type: Attribute, out_type: Attribute, groups: int, strides: Sequence[int]) -> bool:
@@ -147,12 +159,18 @@ class WindowUkernel(LLVMText):
         """Whether the epilogue runs over each channel's stored plane (`_plane_epilogue`), not on
         the block functions' vectors."""
         self.block_epilogue = () if self.on_planes else self.epilogue
-        self.blocks: set[tuple[int, tuple[bool, ...]]] = set()
+        self.blocks: set[tuple[int, tuple[bool, ...], bool]] = set()
+        self.masked = True
+        """Whether the block being written loads the lanes outside x's row under a mask (`_load`)."""
+        self.full_loads = not loads_under_masks() and self.height * self.width >= VECTOR and self.batch * self.channels > 2
+        """Whether the planes between x's first and last run blocks of full loads: a load that
+        reaches past a row of one of them (at most VECTOR - 1 floats, since each load has a
+        lane inside the row) stays in x when a plane holds at least VECTOR floats."""
 
     def text(self) -> str:
         self._main()
-        for rows, inside in sorted(self.blocks):
-            self._block(rows, inside)
+        for rows, inside, masked in sorted(self.blocks):
+            self._block(rows, inside, masked)
         return self.ir()
 
     def _weights(self) -> dict[tuple[int, int], str]:
@@ -166,13 +184,18 @@ class WindowUkernel(LLVMText):
 
     # --- a block of output rows, for the input rows it reads that lie inside x (`inside`) ---
 
-    def _block_name(self, rows: int, inside: tuple[bool, ...]) -> str:
-        return f"@{self.name}.rows{rows}_{''.join(str(int(flag)) for flag in inside)}"
+    def _block_name(self, rows: int, inside: tuple[bool, ...], masked: bool) -> str:
+        full = "" if masked else "_full"
+        return f"@{self.name}.rows{rows}_{''.join(str(int(flag)) for flag in inside)}{full}"
 
-    def _block(self, rows: int, inside: tuple[bool, ...]) -> None:
+    def _block(self, rows: int, inside: tuple[bool, ...], masked: bool) -> None:
         """`void block(ptr x, ptr w, ptr out)` for `rows` output rows: x points at the first input
-        row the block reads (maybe outside x), w at the channel's weights, out at the first output row."""
-        self.define(f"define internal void {self._block_name(rows, inside)}(ptr %x{self._block_parameters()}, ptr %out) {{")
+        row the block reads (maybe outside x), w at the channel's weights, out at the first output
+        row; `masked`: loads past x's row under a mask, or full loads (`_load`)."""
+        self.masked = masked
+        self.define(
+            f"define internal void {self._block_name(rows, inside, masked)}(ptr %x{self._block_parameters()}, ptr %out) {{"
+        )
         self._start_block()
         full = [v for v in range(self.vectors) if self._inside(v)]
         first, last = (full[0], full[-1] + 1) if full else (self.vectors, self.vectors)
@@ -295,12 +318,17 @@ class WindowUkernel(LLVMText):
         ]
 
     def _load(self, pointer: str, lanes: list[bool]) -> str:
-        """The floats at `pointer` in `lanes` (FILL in the others; no load when none)."""
+        """The floats at `pointer` in `lanes` (FILL in the others; no load when none): a masked
+        load, or in a block of full loads (`masked` False) a load of all lanes and a select."""
         if not any(lanes):
             return self.FILL
-        loaded = self.fresh()
-        self.emit(load(loaded, pointer, lanes, self.FILL))
-        return loaded
+        if self.masked or all(lanes):
+            loaded = self.fresh()
+            self.emit(load(loaded, pointer, lanes, self.FILL))
+            return loaded
+        whole = self.fresh()
+        self.emit(load(whole, pointer))
+        return self.value(f"select <16 x i1> {lane_mask(lanes)}, {VECTOR_TYPE} {whole}, {VECTOR_TYPE} {self.FILL}")
 
     def _shuffle(self, first: str, second: str, lanes: list[int]) -> str:
         """The vector of lanes `lanes` of first and second concatenated (32 lanes)."""
@@ -321,13 +349,27 @@ class WindowUkernel(LLVMText):
         self.end()
 
     def _channel(self, n_x: str, n_out: str, o: str) -> None:
-        """Output channel o of the image whose first input and output channels are n_x and n_out."""
-        c = self.value(f"udiv i64 {o}, {self.multiplier}")
-        x_c = self.pointer("%x", self.value(f"mul i64 {self.value(f'add i64 {n_x}, {c}')}, {self.height * self.width}"))
+        """Output channel o of the image whose first input and output channels are n_x and n_out:
+        blocks of full loads (`full_loads`) unless it reads x's first or last plane."""
+        plane = self.value(f"add i64 {n_x}, {self.value(f'udiv i64 {o}, {self.multiplier}')}")
+        x_c = self.pointer("%x", self.value(f"mul i64 {plane}, {self.height * self.width}"))
         out_c = self.value(f"add i64 {n_out}, {o}")
         out_o = self.pointer("%out", self.value(f"mul i64 {out_c}, {self.out_h * self.out_w}"))
+        if self.full_loads:
+            last = self.batch * self.channels - 1
+            inner = self.value(f"and i1 {self.value(f'icmp ne i64 {plane}, 0')}, {self.value(f'icmp ne i64 {plane}, {last}')}")
+            self.branch(
+                inner, lambda: self._blocks(x_c, out_o, o, masked=False), lambda: self._blocks(x_c, out_o, o, masked=True)
+            )
+        else:
+            self._blocks(x_c, out_o, o, masked=True)
+        if self.on_planes:
+            self._plane_epilogue(o, out_c)
+
+    def _blocks(self, x_c: str, out_o: str, o: str, masked: bool) -> None:
+        """The calls of output channel o's blocks, on its input plane x_c and output plane out_o."""
         for first, count, rows, inside in self._block_runs():
-            self.blocks.add((rows, inside))
+            self.blocks.add((rows, inside, masked))
 
             def block(i: str, first: int = first, rows: int = rows, inside: tuple[bool, ...] = inside) -> None:
                 oh = self.value(f"add i64 {self.value(f'mul i64 {i}, {rows}')}, {first}")
@@ -335,11 +377,9 @@ class WindowUkernel(LLVMText):
                 x_at = self.pointer(x_c, self.value(f"sub i64 {x_row}, {self.top * self.width}"))
                 out_at = self.pointer(out_o, self.value(f"mul i64 {oh}, {self.out_w}"))
                 data = self._block_arguments(o, out_at)
-                self.emit(f"  call void {self._block_name(rows, inside)}(ptr {x_at}{data}, ptr {out_at})")
+                self.emit(f"  call void {self._block_name(rows, inside, masked)}(ptr {x_at}{data}, ptr {out_at})")
 
             self.loop(count, block)
-        if self.on_planes:
-            self._plane_epilogue(o, out_c)
 
     def _main_parameters(self) -> str:
         """The ukernel's parameters between x and out: w, the tile epilogue's."""

@@ -97,6 +97,19 @@ class LLVMText:
         self.emit(f"{label}.exit:")
         self.block = f"{label}.exit"
 
+    def branch(self, condition: str, if_true: Callable[[], None], if_false: Callable[[], None]) -> None:
+        """`if condition: if_true() else: if_false()` (an i1 value), as blocks after the current one."""
+        self.count += 1
+        label = f"if{self.count}"
+        self.emit(f"  br i1 {condition}, label %{label}.true, label %{label}.false")
+        for side, body in (("true", if_true), ("false", if_false)):
+            self.emit(f"{label}.{side}:")
+            self.block = f"{label}.{side}"
+            body()
+            self.emit(f"  br label %{label}.end")
+        self.emit(f"{label}.end:")
+        self.block = f"{label}.end"
+
     def ir(self) -> str:
         return "\n".join(self.lines) + "\n"
 

@@ -9,13 +9,15 @@ import numpy as np
 import pytest
 from test_compile_anchors import array, pool_op
 from test_graph_to_linalg import sample, tensor
+from test_packed_gemm import call_ukernel
+from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.dialects.func import FuncOp
 
 import graphopt
 from graphopt.backends import get_backend
 from graphopt.dialects import graph
 from graphopt.dialects.shapes import conv2d, pool2d
-from graphopt.lowering import depthwise_conv, direct_conv
+from graphopt.lowering import depthwise_conv, direct_conv, pooling
 from graphopt.lowering.convert_graph_to_linalg import generalized, lower_group
 from graphopt.lowering.pipelines import CPU
 from graphopt.lowering.row_split import row_split
@@ -194,6 +196,24 @@ def test_pool2d_ukernel(op, x, kernel, strides, padding):
     check_group(module, [np.full(x, -np.inf, np.float32)])
     check_group(module, [np.where(np.indices(x)[3] % 2 == 0, np.inf, -np.inf).astype(np.float32)])
 
+
+
+@pytest.mark.parametrize("masked", [True, False])
+@pytest.mark.parametrize("x, kernel, strides, padding", UKERNEL_POOLS)
+@pytest.mark.parametrize("op, kind", [("max_pool2d", "max"), ("avg_pool2d", "avg")])
+def test_pool2d_either_load_form(monkeypatch, masked, op, kind, x, kernel, strides, padding):
+    """The pooling ukernel's taps past x's rows as masked loads (hosts with AVX-512) or, on the
+    planes between x's first and last, full loads and a select (without), on any host: the
+    ukernel's IR called directly (the JIT's caches key it by its name, alike in both)."""
+    monkeypatch.setattr(depthwise_conv, "loads_under_masks", lambda: masked)
+    name, attributes = pool_op(op, kernel, strides, padding)
+    out_shape = pool2d(x, kernel, strides, padding)
+    module = group_module([x], f"    %y = graph.{name} %a0 {{{attributes}}} : ({tensor(x)}) -> {tensor(out_shape)}\n", out_shape)
+    values = with_specials(x, 0)
+    (expected,) = graphopt.interpret(module, values)
+    out = np.full(out_shape, np.nan, np.float32)
+    call_ukernel(pooling.name([MemRefType(f32, a.shape) for a in (values, out)], kind, kernel, strides, padding), [values, out])
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5, equal_nan=True)
 
 PLANE_SUMS = [
     # x, axes, keepdims: sums over planes of at most row_sums.LONGEST_PLANE floats call the row-sum ukernel

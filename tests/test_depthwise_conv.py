@@ -8,10 +8,12 @@ import pytest
 from graphopt.dialects.shapes import conv2d
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from graphopt.lowering import depthwise_conv, direct_conv
+import graphopt
+from graphopt.lowering import depthwise_conv, direct_conv, ukernels
 from test_compile_anchors import array
-from test_conv_pool_kernels import check_group, group_module, split_small_kernels  # noqa: F401 (a fixture)
+from test_conv_pool_kernels import check_group, group_module, split_small_kernels, with_specials  # noqa: F401 (a fixture)
 from test_graph_to_linalg import sample, tensor
+from test_packed_gemm import call_ukernel
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.dialects.func import FuncOp
@@ -103,10 +105,12 @@ def test_chunk_name_keeps_the_attributes():
     assert depthwise_conv.chunk_name(name, chunk) == "graphopt_sconv_depthwise_s2x2_d1x1_p1x0_1x8x9x9_16x1x3x3_1x16x5x5"
 
 
-def test_row_blocks():
+def test_row_blocks(monkeypatch):
     """Stride 1 runs blocks of 4 output rows (the last block the 3 rows left of 7), a function
     for each pattern of the input rows they read inside x; stride 2 runs single rows, or blocks
-    of 3 with windows of 5 rows or more (28 = 9 x 3 + 1)."""
+    of 3 with windows of 5 rows or more (28 = 9 x 3 + 1). Without AVX-512 each has a twin of
+    full loads for the planes between x's first and last (`_full`)."""
+    monkeypatch.setattr(depthwise_conv, "loads_under_masks", lambda: True)
 
     def functions(x, w, strides, padding, out):
         types = [MemRefType(f32, shape) for shape in (x, w, out)]
@@ -122,6 +126,32 @@ def test_row_blocks():
     assert functions((1, 8, 56, 56), (8, 1, 5, 5), (2, 2), (2, 2, 2, 2), (1, 8, 28, 28)) == {
         "", ".rows3_001111111", ".rows3_111111111", ".rows1_11110"
     }
+    monkeypatch.setattr(depthwise_conv, "loads_under_masks", lambda: False)
+    assert functions((1, 8, 7, 7), (8, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 8, 7, 7)) == {
+        "", ".rows4_011111", ".rows3_11110", ".rows4_011111_full", ".rows3_11110_full"
+    }
+    assert functions((1, 2, 7, 7), (2, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 2, 7, 7)) == {"", ".rows4_011111", ".rows3_11110"}
+    assert functions((4, 8, 3, 5), (8, 1, 3, 3), (1, 1), (1, 1, 1, 1), (4, 8, 3, 5)) == {"", ".rows3_01110"}
+
+
+@pytest.mark.parametrize("masked", [True, False])
+@pytest.mark.parametrize("x, w, strides, dilations, padding", DEPTHWISE)
+def test_either_load_form_matches_interpreter(monkeypatch, masked, x, w, strides, dilations, padding):
+    """Taps past x's rows as masked loads (hosts with AVX-512), or on the planes between x's
+    first and last as full loads whose lanes outside the row are selected away (without), on
+    any host; NaN and inf all over x, so that lanes read from neighbouring rows and planes would
+    show."""
+    monkeypatch.setattr(depthwise_conv, "loads_under_masks", lambda: masked)
+    module, bias = depthwise_group(x, w, strides, dilations, padding, "bias")
+    arrays = [with_specials(x, 0), sample(w, seed=1, specials=False)]
+    (expected,) = graphopt.interpret(module, *arrays, np.zeros(bias, np.float32))
+    out = np.full(expected.shape, np.nan, np.float32)
+    name = depthwise_conv.name([MemRefType(f32, a.shape) for a in (*arrays, out)], strides, dilations, padding)
+    call_ukernel(name, [*arrays, out])
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5, equal_nan=True)
+    full = any(line.startswith("define") and "_full(" in line for line in ukernels.ukernel_ir(
+        name, [MemRefType(f32, a.shape) for a in (*arrays, out)]).splitlines())
+    assert full == (not masked and x[0] * x[1] > 2 and x[2] * x[3] >= 16)
 
 
 @st.composite

@@ -23,9 +23,9 @@ from graphopt.dialects import graph
 from graphopt.lowering.convert_graph_to_linalg import ConvertGraphToLinalgPass
 from graphopt.runtime.arrays import aligned_empty
 from graphopt.runtime.jit import KernelArgumentError, compile_module, native_module
-from graphopt.lowering import packed_gemm, tile_epilogue
+from graphopt.lowering import packed_gemm, tile_epilogue, ukernels
 from graphopt.lowering.packed_gemm import (
-    PANEL, VECTOR, chunk_name, pack_panels, packed_size, row_major_name, ukernel_ir,
+    PANEL, VECTOR, chunk_name, pack_panels, packed_size, row_major_name,
 )
 from graphopt.transforms.fuse import FusePass
 
@@ -209,8 +209,8 @@ def guarded(values: np.ndarray) -> tuple[np.ndarray, mmap.mmap]:
 
 
 def call_ukernel(ukernel: str, arrays: list[np.ndarray]) -> None:
-    """The ukernel named `ukernel` (not optimized) called on `arrays`, its memref types theirs."""
-    engine = native_module(ukernel_ir(ukernel, [MemRefType(f32, x.shape) for x in arrays]))
+    """The ukernel named `ukernel` (any kind; not optimized) called on `arrays`, its memref types theirs."""
+    engine = native_module(ukernels.ukernel_ir(ukernel, [MemRefType(f32, x.shape) for x in arrays]))
     function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(arrays))(engine.get_function_address(ukernel))
     function(*(x.ctypes.data for x in arrays))
 
