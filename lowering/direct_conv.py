@@ -10,8 +10,8 @@ generated for the shapes, with R and the dilations in its name:
 
 The ukernel computes tiles of OUT_CHANNELS output channels x VECTORS vectors of 16 output
 columns (an output row cut into vectors of 16, the last under a mask; short rows give a tile
-several rows) in 24 registers (4 x 1 vectors in 8 registers of AVX2 without AVX-512): for each input channel and each tap (kh, kw) of the window, it
-loads each distinct vector of x the tile needs once (tiles of several rows share the rows of
+several rows) in 24 registers (4 x 1 vectors in 8 registers of AVX2 without AVX-512): for each
+input channel and each tap (kh, kw) of the window, it loads each distinct vector of x the tile needs once (tiles of several rows share the rows of
 x that neighbouring taps read), broadcasts one weight per output channel, and issues one FMA
 per accumulator. After the last input channel each accumulator is stored once. Loops
 (n, channel tile, row tile, column group). Picked by measurement on the MNIST CNN's 8->16 5x5

@@ -12,8 +12,9 @@ relu, the bias per-channel operand 0, is
 Ops: add, sub, mul, div, max and min (NaN-propagating, as NumPy's maximum and minimum), sqrt
 and sigmoid (1 / (1 + exp(-x)), with convert-math-to-llvm's exp expansion, whose 2^n is one
 `llvm.ldexp` with AVX-512, its vscalefps, and two multiplications by powers of two built in the
-exponent bits without it: LLVM writes a vector ldexp on AVX2 as a libm call per lane). Steps that read neither `A` nor `R` (a batch norm's
-sqrt(var + eps)) are computed once per channel of the tile.
+exponent bits without it: LLVM writes a vector ldexp on AVX2 as a libm call per lane). Steps
+that read neither `A` nor `R` (a batch norm's sqrt(var + eps)) are computed once per channel of
+the tile.
 """
 
 from __future__ import annotations

@@ -163,8 +163,8 @@ def test_sigmoid_epilogue_is_as_accurate_with_either_form_of_exps_power_of_two(m
     grid = SIGMOID_GRID.astype(np.float32).reshape(1, 1, -1)
     one = np.ones((1, 1), np.float32)
     steps = (("sigmoid", (tile_epilogue.ACCUMULATOR,)),)
-    name = packed_gemm.row_major_name([MemRefType(f32, x.shape) for x in (grid, one, grid)], steps)
-    assert ("call <16 x float> @llvm.ldexp" in packed_gemm.ukernel_ir(name, [MemRefType(f32, x.shape) for x in (grid, one, grid)])) == avx512
+    types = [MemRefType(f32, x.shape) for x in (grid, one, grid)]
+    assert ("call <16 x float> @llvm.ldexp" in packed_gemm.ukernel_ir(packed_gemm.row_major_name(types, steps), types)) == avx512
     assert_sigmoid_accurate(run_row_major(grid, one, steps, out_shape=grid.shape), grid)
 
 
