@@ -162,7 +162,8 @@ class WindowUkernel(LLVMText):
         self.blocks: set[tuple[int, tuple[bool, ...], bool]] = set()
         self.masked = True
         """Whether the block being written loads the lanes outside x's row under a mask (`_load`)."""
-        self.full_loads = not loads_under_masks() and self.height * self.width >= VECTOR and self.batch * self.channels > 2
+        planes = self.batch * self.channels
+        self.full_loads = not loads_under_masks() and self.height * self.width >= VECTOR and planes > 2
         """Whether the planes between x's first and last run blocks of full loads: a load that
         reaches past a row of one of them (at most VECTOR - 1 floats, since each load has a
         lane inside the row) stays in x when a plane holds at least VECTOR floats."""

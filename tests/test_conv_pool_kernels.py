@@ -197,7 +197,6 @@ def test_pool2d_ukernel(op, x, kernel, strides, padding):
     check_group(module, [np.where(np.indices(x)[3] % 2 == 0, np.inf, -np.inf).astype(np.float32)])
 
 
-
 @pytest.mark.parametrize("masked", [True, False])
 @pytest.mark.parametrize("x, kernel, strides, padding", UKERNEL_POOLS)
 @pytest.mark.parametrize("op, kind", [("max_pool2d", "max"), ("avg_pool2d", "avg")])
@@ -214,6 +213,7 @@ def test_pool2d_either_load_form(monkeypatch, masked, op, kind, x, kernel, strid
     out = np.full(out_shape, np.nan, np.float32)
     call_ukernel(pooling.name([MemRefType(f32, a.shape) for a in (values, out)], kind, kernel, strides, padding), [values, out])
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5, equal_nan=True)
+
 
 PLANE_SUMS = [
     # x, axes, keepdims: sums over planes of at most row_sums.LONGEST_PLANE floats call the row-sum ukernel
