@@ -17,6 +17,14 @@ where d0 alone is one of its indices (linalg would take d0's bound from that dim
     func.func @k(%x: memref<6x4xf32>, %w: memref<4xf32>, %out: memref<6x4xf32>)  ->  3 rows:
     func.func @k_rows3(%x: memref<3x4xf32>, %w: memref<4xf32>, %out: memref<3x4xf32>)
 
+Where that gives one row (d0 iterates once: ConvNeXt's [1, 56, 56, c] tensors, whose function
+keeps its batch dim for its convolutions), each loop nest's first loop iterating more than once
+takes d0's place, and the buffers are cut along their first dim of more than one element; the
+packed GEMM's rows are out's first such dim before its columns (`ukernels.rows`):
+
+    func.func @k(%x: memref<1x12x8xf32>, %out: memref<1x12x8xf32>)  ->  6 rows:
+    func.func @k_rows6(%x: memref<1x6x8xf32>, %out: memref<1x6x8xf32>)
+
 Row-local softmax/layer_norm (per-row statistics in a row-sized temporary), matmul looping
 (m, k, n) or blocked (mb, nb, kb, mi, ki, ni), ukernel calls (`ukernels.py`: rows of their
 first argument, out and a tile epilogue's residual, all of the others; a chunk calls the
@@ -34,7 +42,7 @@ dimension of more than one element (the dims before it are 1).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, func, memref
@@ -74,7 +82,21 @@ class RowSplit:
 
 
 def row_split(kernel: func.FuncOp) -> RowSplit | None:
-    """How `kernel` can run by rows, or None when it cannot."""
+    """How `kernel` can run by rows, or None when it cannot: by d0, or, where that gives one
+    row, by each loop nest's first loop of more than one iteration (see the module docstring)."""
+    by_d0 = _split_by_loop(kernel, lambda ranges: 0)
+    if by_d0 is None or by_d0.rows > 1:
+        return by_d0
+    return _split_by_loop(kernel, _first_long_loop) or by_d0
+
+
+def _first_long_loop(ranges: Sequence[int]) -> int:
+    """The first loop dim iterating more than once (0 when none does)."""
+    return next((dim for dim, extent in enumerate(ranges) if extent > 1), 0)
+
+
+def _split_by_loop(kernel: func.FuncOp, row_loop: Callable[[Sequence[int]], int]) -> RowSplit | None:
+    """`row_split` with each loop nest's rows iterated by the loop dim `row_loop(its ranges)`."""
     block = kernel.body.block
     args = list(block.args)
     generics = [op for op in block.ops if isinstance(op, GenericOp)]
@@ -100,24 +122,27 @@ def row_split(kernel: func.FuncOp) -> RowSplit | None:
         if all(o not in args and o in whole for o in generic.outputs):  # what a call reads whole
             whole.update(generic.inputs, generic.outputs)
             continue
-        if generic.iterator_types.data[0].data.value != "parallel" or not _reads_rows_only(generic):
-            return None
         ranges = generic.get_static_loop_ranges()
-        extents.add(ranges[0])
+        row = row_loop(ranges)
+        if generic.iterator_types.data[row].data.value != "parallel" or not _reads_rows_only(generic, row):
+            return None
+        extents.add(ranges[row])
         operands = [*generic.inputs, *generic.outputs]
         for operand, map_attr in zip(operands, generic.indexing_maps.data, strict=True):
             results = map_attr.data.results
-            uses_d0 = [i for i, expr in enumerate(results) if 0 in expr.used_dims()]
-            if uses_d0 == [0] and operand.type.get_shape()[0] == ranges[0] * _rows_per_step(results[0], ranges):
-                sliced.add(operand)
-            elif uses_d0 and operand in args and operand in generic.inputs and AffineDimExpr(0) not in results:
-                step = _d0_step(results, operand.type.get_shape())
-                if step is None or strided.setdefault(operand, step * ranges[0]) != step * ranges[0]:
-                    return None
-            elif uses_d0:
-                return None
-            else:
+            uses = [i for i, expr in enumerate(results) if row in expr.used_dims()]
+            if not uses:
                 whole.add(operand)
+                continue
+            rows_read = ranges[row] * _rows_per_step(results[uses[0]], ranges, row)
+            if len(uses) == 1 and _cuts_rows(operand.type.get_shape(), uses[0], rows_read):
+                sliced.add(operand)
+            elif operand in args and operand in generic.inputs and AffineDimExpr(row) not in results:
+                step = _row_step(results, operand.type.get_shape(), row)
+                if step is None or strided.setdefault(operand, step * ranges[row]) != step * ranges[row]:
+                    return None
+            else:
+                return None
     outputs = [o for g in generics for o in g.outputs] + [c.arguments[-1] for c in calls]
     written_args = {o for o in outputs if o in args}
     written_strided = {c.arguments[-1] for c in calls} & strided.keys()  # a view that a ukernel writes
@@ -134,34 +159,41 @@ def row_split(kernel: func.FuncOp) -> RowSplit | None:
     return RowSplit(units, row_bytes, granule, frozenset(v for v in sliced if v not in args), frozenset(strided))
 
 
-def _d0_step(index: Sequence[AffineExpr], shape: Sequence[int]) -> int | None:
-    """c when the element at `index` of a row-major buffer of `shape` lies d0 * c elements
-    plus terms without d0 from its start (d0 outside every floordiv and mod), else None."""
+def _cuts_rows(shape: Sequence[int], axis: int, rows: int) -> bool:
+    """Is `axis` of `shape` `rows` long, with one element in each dim before it (so that a cut
+    along it is contiguous)?"""
+    return shape[axis] == rows and all(extent == 1 for extent in shape[:axis])
+
+
+def _row_step(index: Sequence[AffineExpr], shape: Sequence[int], row: int) -> int | None:
+    """c when the element at `index` of a row-major buffer of `shape` lies d<row> * c elements
+    plus terms without d<row> from its start (d<row> outside every floordiv and mod), else None."""
     strides = [_count(shape[axis + 1 :]) for axis in range(len(shape))]
-    steps = [_d0_coefficient(expr) for expr in index]
+    steps = [_row_coefficient(expr, row) for expr in index]
     return None if None in steps else sum(step * stride for step, stride in zip(steps, strides))
 
 
-def _d0_coefficient(expr: AffineExpr) -> int | None:
-    """d(expr)/d(d0) when `expr` is linear in d0, else None."""
-    if 0 not in expr.used_dims():
+def _row_coefficient(expr: AffineExpr, row: int) -> int | None:
+    """d(expr)/d(d<row>) when `expr` is linear in d<row>, else None."""
+    if row not in expr.used_dims():
         return 0
-    if expr == AffineDimExpr(0):
+    if expr == AffineDimExpr(row):
         return 1
     if isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Add:
-        lhs, rhs = _d0_coefficient(expr.lhs), _d0_coefficient(expr.rhs)
+        lhs, rhs = _row_coefficient(expr.lhs, row), _row_coefficient(expr.rhs, row)
         return None if lhs is None or rhs is None else lhs + rhs
     if isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Mul:
         for factor, constant in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
             if isinstance(constant, AffineConstantExpr):
-                step = _d0_coefficient(factor)
+                step = _row_coefficient(factor, row)
                 return None if step is None else step * constant.value
     return None
 
 
-def _rows_per_step(index: AffineExpr, ranges: tuple[int, ...]) -> int:
-    """S when `index` is d0 (S = 1) or d0 * S + e with e a loop dim ranging over at most S; else 0."""
-    if index == AffineDimExpr(0):
+def _rows_per_step(index: AffineExpr, ranges: tuple[int, ...], row: int) -> int:
+    """S when `index` is d<row> (S = 1) or d<row> * S + e with e another loop dim ranging over
+    at most S; else 0."""
+    if index == AffineDimExpr(row):
         return 1
     if not (isinstance(index, AffineBinaryOpExpr) and index.kind == AffineBinaryOpKind.Add):
         return 0
@@ -169,10 +201,10 @@ def _rows_per_step(index: AffineExpr, ranges: tuple[int, ...]) -> int:
         if (
             isinstance(step, AffineBinaryOpExpr)
             and step.kind == AffineBinaryOpKind.Mul
-            and step.lhs == AffineDimExpr(0)
+            and step.lhs == AffineDimExpr(row)
             and isinstance(step.rhs, AffineConstantExpr)
             and isinstance(offset, AffineDimExpr)
-            and offset.position != 0
+            and offset.position != row
             and ranges[offset.position] <= step.rhs.value
         ):
             return step.rhs.value

@@ -114,11 +114,17 @@ def strided_by_rows(ukernel_call: func.CallOp) -> dict[SSAValue, int]:
 
 
 def rows(ukernel_call: func.CallOp) -> int:
-    """The rows of `ukernel_call` that row chunks split: out's leading dim, or the panels' for a
-    batched GEMM (out's batch dims, also where out is a view)."""
+    """The rows of `ukernel_call` that row chunks split: out's leading dim; for the packed GEMM,
+    out's first dim of more than one element before its columns (a [1, 56, 56, 96] times b:
+    56 rows, each of 56 x 96); for a batched GEMM, the panels' (out's batch dims, also where out
+    is a view)."""
     name = ukernel_call.callee.string_value()
-    rows_of = ukernel_call.arguments[1 if _kind(name) is batched_gemm else -1]
-    return rows_of.type.get_shape()[0]
+    if _kind(name) is batched_gemm:
+        return ukernel_call.arguments[1].type.get_shape()[0]
+    shape = ukernel_call.arguments[-1].type.get_shape()
+    if name.startswith(f"{packed_gemm.PREFIX}_"):
+        return next((extent for extent in shape[:-1] if extent > 1), 1)
+    return shape[0]
 
 
 def channel_units(ukernel_call: func.CallOp) -> tuple[int, int, bool] | None:

@@ -168,3 +168,21 @@ def test_no_more_chunks_than_usable_cores():
     cores = usable_cores()
     exe = graphopt.compile(chain((4096, 256), (256,)), threads=cores + 2)
     assert len(only_step(exe).kernel.chunks) == (cores if cores > 1 else 0)
+
+
+def test_leading_unit_dims_split_by_the_next_dim():
+    """ConvNeXt's MLP: a matmul on [1, h, w, c] after a conv (so the function keeps its batch
+    dim) runs by rows of h; an elementwise step on [1, n] runs by its n columns."""
+    b = GraphBuilder()
+    x, w, y = b.input("x", (1, 3, 37, 33)), b.input("w", (96, 40)), b.input("y", (1, 40001))
+    c = b.transpose(b.conv2d(x, b.constant(np.full((96, 3, 1, 1), 0.25, np.float32))), perm=[0, 2, 3, 1])
+    mlp = b.erf(b.add(b.matmul(c, w), b.constant(np.linspace(-1, 1, 40, dtype=np.float32))))
+    module = b.finish(mlp, b.exp(y))
+    rng = np.random.default_rng(5)
+    inputs = [rng.standard_normal(shape).astype(np.float32) for shape in ((1, 3, 37, 33), (96, 40), (1, 40001))]
+    inputs[0][0, 1, 4, 5:9] = inputs[2][0, 7:11] = [np.nan, np.inf, -np.inf, 0.0]
+    exe = graphopt.compile(module, threads=2)
+    split = {step.name: bool(step.kernel.chunks) for step in exe.steps}
+    assert split == {"conv2d_0": True, "transpose_1": False, "fused_matmul_add_erf_0": True, "exp_2": True}
+    for got, want in zip(exe(*inputs), graphopt.interpret(module, *inputs), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -11,6 +11,12 @@
 // CHECK-SAME:    graph.row_bytes = array<i64: 32, 32>
 // CHECK:       func.func @relu_0_rows6(%{{.*}}: memref<6x8xf32>, %{{.*}}: memref<6x8xf32>)
 // CHECK-NOT:     graph.work
+// A leading dim of one (d0 iterates once): the kernel splits by the next loop, d1, and its
+// buffers along their first dim of more than one element.
+// CHECK-LABEL: func.func @unit_batch_add_0(
+// CHECK-SAME:    graph.row_chunks = {{\[}}["unit_batch_add_0_rows6", 0 : i64], ["unit_batch_add_0_rows6", 6 : i64]]
+// CHECK-SAME:    graph.row_bytes = array<i64: 32, 0, 32>
+// CHECK:       func.func @unit_batch_add_0_rows6(%{{.*}}: memref<1x6x8xf32>, %{{.*}}: memref<8xf32>, %{{.*}}: memref<1x6x8xf32>)
 // CHECK-LABEL: func.func @small_0(
 // CHECK-NOT:     graph.row_chunks
 // CHECK-LABEL: func.func @column_sum_0(
@@ -25,6 +31,14 @@ func.func @relu_0(%x: memref<12x8xf32>, %out: memref<12x8xf32>) attributes {grap
   ^bb0(%a: f32, %o: f32):
     %zero = arith.constant 0.0 : f32
     %0 = arith.maximumf %a, %zero : f32
+    linalg.yield %0 : f32
+  }
+  func.return
+}
+func.func @unit_batch_add_0(%x: memref<1x12x8xf32>, %b: memref<8xf32>, %out: memref<1x12x8xf32>) attributes {graph.kernel, graph.work = 4096 : i64} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x, %b : memref<1x12x8xf32>, memref<8xf32>) outs(%out : memref<1x12x8xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %0 = arith.addf %a, %c : f32
     linalg.yield %0 : f32
   }
   func.return
