@@ -47,7 +47,7 @@ EDGE_NUMBERS = ("0", "-1", "1", "2147483648", "18446744073709551616", "1e308", "
                 "0x7FC00000", "nan", "99999999999999999999999", "-0")
 NUMBER = re.compile(r"-?\d+(\.\d+)?(e[+-]?\d+)?")
 SHAPE = re.compile(r"(?<=<)[0-9x?]+(?=x?[a-z])")
-ATTRIBUTE = re.compile(r"(\w+)\s*=\s*([^,}\s]+)")
+ATTRIBUTE = re.compile(r"\b(\w+)\s*=\s*([^,}\s]+)")  # \b: linear on a long hex constant, not quadratic
 TOKEN = re.compile(r"%?[\w.]+|\S")
 
 
