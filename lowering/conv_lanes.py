@@ -10,12 +10,14 @@ past O). The name carries R and the dilations:
 
 A register tile is BLOCKS vectors of 16 output channels x P output positions (`positions`), the
 positions consecutive in (oh, ow) flattened, so a tile crosses output rows freely and no lane
-idles whatever the width or the stride. For each input channel and tap of the window it loads
-the BLOCKS weight vectors once and, for each position, broadcasts that position's x value and
-issues one FMA per block. After the last input channel each block is transposed in registers
-(shufflevector), so that a vector holds one output channel's positions, contiguous in NCHW
-out; the tile epilogue (`tile_epilogue.py`) runs on those vectors and each is stored under a
-mask of P lanes. Loops (n, tile of channel blocks, super-tile of positions): a
+idles whatever the width or the stride. For each input channel and tap of the window (or row
+of taps, where the registers hold its weights: `taps_per_step`) it loads the BLOCKS weight
+vectors of each tap once and, for each x value the taps read, broadcasts it and issues one FMA
+per block and (tap, position) that reads it. After the last input channel each block is
+transposed in registers (shufflevector), so that a vector holds one output channel's
+positions, contiguous in NCHW out; the tile epilogue (`tile_epilogue.py`) runs on those vectors
+and each is stored under a mask of P lanes (without AVX-512 and for P <= 4, as a vector of P
+floats: `PLAIN_STORE_LANES`). Loops (n, tile of channel blocks, super-tile of positions): a
 super-tile is lcm(P, OW) positions, whose tiles are unrolled with their row crossings
 known (one output row when P divides OW: a loop over its tiles), and the positions after the
 last super-tile are tiles unrolled after the loop.
@@ -70,11 +72,11 @@ BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES, ROW_REGISTERS = registe
 """Vectors of 16 output channels per register tile; output positions per tile, at most and at
 least; tiles of a super-tile, and tiles after the last one, written out at most (`positions`);
 registers for a row of taps (`taps_per_step`): this CPU's `register_tile`."""
-PLAIN_STORES = not host_has_avx512()
-"""Whether a tile stores its P < 16 output positions as vectors of P floats (`store_first`)
-rather than under a mask (`store`): without AVX-512 the masked store is microcoded (Zen 1:
-64->64 3x3 at 56, 128->128 at 28, tiles of 4 positions, 1.04-1.05x faster; at 14 and 7,
-tiles of 6, 0.98-1.00x)."""
+PLAIN_STORE_LANES = 0 if host_has_avx512() else 4
+"""Tiles of at most this many positions store them as vectors of P floats (`store_first`: one
+`vmovups xmm` for 4) rather than under a mask (`store`): without AVX-512 the masked store is
+microcoded (Zen 1: 64->64 3x3 at 56, 128->128 at 28, tiles of 4, 1.04-1.05x faster). Tiles of
+6 keep the mask: as `vmovups`, `vextractf128` and `vmovlps`, 512->512 at 7 ran 0.91-0.97x."""
 PREFIX = "graphopt_sconv_lanes"
 
 
@@ -278,7 +280,7 @@ class _Ukernel(LLVMText):
                 offset = channel * self.positions
                 result = epilogue.apply(columns[lane], channel, offset, len(offsets))
                 pointer = self.pointer("%out", offset)
-                if PLAIN_STORES and len(offsets) < VECTOR:
+                if len(offsets) <= PLAIN_STORE_LANES:
                     self.lines += store_first(result, pointer, len(offsets))
                 else:
                     e(store(result, pointer, len(offsets)))
