@@ -10,12 +10,14 @@ past O). The name carries R and the dilations:
 
 A register tile is BLOCKS vectors of 16 output channels x P output positions (`positions`), the
 positions consecutive in (oh, ow) flattened, so a tile crosses output rows freely and no lane
-idles whatever the width or the stride. For each input channel and tap of the window it loads
-the BLOCKS weight vectors once and, for each position, broadcasts that position's x value and
-issues one FMA per block. After the last input channel each block is transposed in registers
-(shufflevector), so that a vector holds one output channel's positions, contiguous in NCHW
-out; the tile epilogue (`tile_epilogue.py`) runs on those vectors and each is stored under a
-mask of P lanes. Loops (n, tile of channel blocks, super-tile of positions): a
+idles whatever the width or the stride. For each input channel and tap of the window (or row
+of taps, where the registers hold its weights: `taps_per_step`) it loads the BLOCKS weight
+vectors of each tap once and, for each x value the taps read, broadcasts it and issues one FMA
+per block and (tap, position) that reads it. After the last input channel each block is
+transposed in registers (shufflevector), so that a vector holds one output channel's
+positions, contiguous in NCHW out; the tile epilogue (`tile_epilogue.py`) runs on those vectors
+and each is stored under a mask of P lanes (without AVX-512 and for P <= 4, as a vector of P
+floats: `PLAIN_STORE_LANES`). Loops (n, tile of channel blocks, super-tile of positions): a
 super-tile is lcm(P, OW) positions, whose tiles are unrolled with their row crossings
 known (one output row when P divides OW: a loop over its tiles), and the positions after the
 last super-tile are tiles unrolled after the loop.
@@ -34,14 +36,24 @@ from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import Attribute
 
 from graphopt.lowering import direct_conv, tile_epilogue
-from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, host_has_avx512, load, store
+from graphopt.lowering.llvm_text import (
+    VECTOR,
+    VECTOR_TYPE,
+    LLVMText,
+    broadcast,
+    fma,
+    host_has_avx512,
+    load,
+    store,
+    store_first,
+)
 
-AVX512_TILE = (2, 14, 7, 12)
-AVX2_TILE = (1, 6, 4, 13)
-"""(BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES) of a register tile (`register_tile`)."""
+AVX512_TILE = (2, 14, 7, 12, 0)
+AVX2_TILE = (1, 6, 4, 13, 8)
+"""(BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES, ROW_REGISTERS) of a register tile (`register_tile`)."""
 
 
-def register_tile(avx512: bool) -> tuple[int, int, int, int]:
+def register_tile(avx512: bool) -> tuple[int, int, int, int, int]:
     """The register tile for a CPU with or without AVX-512 (`llvm_text.host_has_avx512`): with
     AVX-512's 32 registers of 16 floats, 2 x 14 (28 accumulators, 2 weight vectors; 2 x 14 ran
     1-4% faster than 2 x 12, 3 x 8, 4 x 6 and 1 x 28 on ResNet-50's 3x3s and stem, Zen 4);
@@ -50,14 +62,21 @@ def register_tile(avx512: bool) -> tuple[int, int, int, int]:
     1 x 4-6 ran 1.5-3.5x faster (64->64 3x3 at 56 1.53x, 128 at 28 1.54x, 256 at 14 3.5x,
     512 at 7 1.75x, 64 at 224 1.5x; 2 x 2 as fast as 1 x 4, 1 x 7 spills: 0.7x of 1 x 4), with
     super-tiles of up to 13 tiles so that rows of 13 (SqueezeNet's) fit tiles of 6: 64->256 3x3
-    at 13 ran 7.4x, 512->1008 1x1 1.6x faster than the direct ukernel and the GEMM there."""
+    at 13 ran 7.4x, 512->1008 1x1 1.6x faster than the direct ukernel and the GEMM there.
+    ROW_REGISTERS: registers of 16 floats that a row of taps may fill (`taps_per_step`): AVX2's
+    16 of 8 floats; 0 (one tap per step) with AVX-512, where rows of taps were not measured."""
     return AVX512_TILE if avx512 else AVX2_TILE
 
 
-BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES = register_tile(host_has_avx512())
+BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES, ROW_REGISTERS = register_tile(host_has_avx512())
 """Vectors of 16 output channels per register tile; output positions per tile, at most and at
-least; tiles of a super-tile, and tiles after the last one, written out at most (`positions`):
-this CPU's `register_tile`."""
+least; tiles of a super-tile, and tiles after the last one, written out at most (`positions`);
+registers for a row of taps (`taps_per_step`): this CPU's `register_tile`."""
+PLAIN_STORE_LANES = 0 if host_has_avx512() else 4
+"""Tiles of at most this many positions store them as vectors of P floats (`store_first`: one
+`vmovups xmm` for 4) rather than under a mask (`store`): without AVX-512 the masked store is
+microcoded (Zen 1: 64->64 3x3 at 56, 128->128 at 28, tiles of 4, 1.04-1.05x faster). Tiles of
+6 keep the mask: as `vmovups`, `vextractf128` and `vmovlps`, 512->512 at 7 ran 0.91-0.97x."""
 PREFIX = "graphopt_sconv_lanes"
 
 
@@ -83,6 +102,16 @@ def positions(out_w: int) -> int | None:
         if out_w % p == 0 or math.lcm(p, out_w) // p <= MAX_UNROLLED_TILES
     )
     return next(fitting, None)
+
+
+def taps_per_step(kernel_w: int, positions: int) -> int:
+    """Taps of the window per step of a tile's loop over (input channel, taps): a row of KW taps
+    when its BLOCKS x KW weight vectors, the BLOCKS x P accumulators and one broadcast fit in
+    ROW_REGISTERS, else one. A row loads its weights once per step and broadcasts once each x
+    value that neighbouring taps share (P + 2 of 3P at stride 1), with no table look-up per tap
+    (Zen 1, AVX2, tiles of 4, 3x3: 24 FMAs, 6 weight loads, 6 broadcasts per step; with plain
+    stores, 64->64 at 56 and 128->128 at 28 1.12-1.13x faster than one tap with masked stores)."""
+    return kernel_w if BLOCKS * (kernel_w + positions) + 1 <= ROW_REGISTERS else 1
 
 
 def packed_shape(w_shape: Sequence[int]) -> tuple[int, ...]:
@@ -177,6 +206,16 @@ class _Ukernel(LLVMText):
                 shifts.append((a * self.sw + b) * self.length + i * self.row + j)
         return shifts
 
+    def _step_uses(self, offsets: tuple[int, ...], taps: int) -> list[tuple[int, list[tuple[int, int]]]]:
+        """The x values that a step over `taps` taps (of one row of the window) reads, by
+        offset from the step's first tap's, each with the (tap, position) pairs that use it."""
+        shifts = self._shifts()
+        uses: dict[int, list[tuple[int, int]]] = {}
+        for tap in range(taps):
+            for k, offset in enumerate(offsets):
+                uses.setdefault(shifts[tap] - shifts[0] + offset, []).append((tap, k))
+        return sorted(uses.items())
+
     def _tile_name(self, blocks: int, channels: int, offsets: tuple[int, ...]) -> str:
         key = (blocks, channels, offsets)
         if key not in self.tiles:
@@ -188,6 +227,7 @@ class _Ukernel(LLVMText):
     def _tile(self, tile_name: str, blocks: int, channels: int, offsets: tuple[int, ...]) -> None:
         window = self.kernel_h * self.kernel_w
         block_stride = self.channels * window * VECTOR
+        taps = taps_per_step(self.kernel_w, len(offsets))
         e = self.emit
         parameters = f"ptr %x, ptr %w{tile_epilogue.parameters(self.epilogue)}, ptr %out"
         self.define(f"define internal void {tile_name}({parameters}) {{")
@@ -204,26 +244,31 @@ class _Ukernel(LLVMText):
         e("  %x.t = getelementptr float, ptr %x.c, i64 %shift")
         e(f"  %w.at = mul i64 %u, {VECTOR}")
         e("  %w.t = getelementptr float, ptr %w, i64 %w.at")
-        weights = []
+        weights = {}
         for v in range(blocks):
-            weight = f"%w.{v}"
-            e(f"  {weight}.at = getelementptr float, ptr %w.t, i64 {v * block_stride}")
-            e(load(weight, f"{weight}.at"))
-            weights.append(weight)
-        for k, offset in enumerate(offsets):
-            pixel = f"%x.{k}"
+            for tap in range(taps):
+                weight = f"%w.{v * taps + tap}"
+                e(f"  {weight}.at = getelementptr float, ptr %w.t, i64 {v * block_stride + tap * VECTOR}")
+                e(load(weight, f"{weight}.at"))
+                weights[v, tap] = weight
+        done = [0] * len(offsets)
+        for i, (offset, uses) in enumerate(self._step_uses(offsets, taps)):
+            pixel = f"%x.{i}"
             e(f"  {pixel}.at = getelementptr float, ptr %x.t, i64 {offset}")
             e(f"  {pixel}.scalar = load float, ptr {pixel}.at, align 4")
             self.lines += broadcast(pixel, f"{pixel}.scalar")
-            for v, weight in enumerate(weights):
-                e(fma(f"%sum.{v}.{k}", weight, pixel, sums[v, k]))
-                sums[v, k] = f"%sum.{v}.{k}"
-        e("  %t.step = add i64 %t, 1")
+            for tap, k in uses:
+                done[k] += 1
+                for v in range(blocks):
+                    total = f"%sum.{v}.{k}" + ("" if done[k] == taps else f".{done[k]}")
+                    e(fma(total, weights[v, tap], pixel, sums[v, k]))
+                    sums[v, k] = total
+        e(f"  %t.step = add i64 %t, {taps}")
         e(f"  %t.wraps = icmp eq i64 %t.step, {window}")
         e("  %t.next = select i1 %t.wraps, i64 0, i64 %t.step")
         e(f"  %x.c.step = getelementptr float, ptr %x.c, i64 {self.sh * self.sw * self.length}")
         e("  %x.c.next = select i1 %t.wraps, ptr %x.c.step, ptr %x.c")
-        e("  %u.next = add i64 %u, 1")
+        e(f"  %u.next = add i64 %u, {taps}")
         e(f"  %u.done = icmp eq i64 %u.next, {self.channels * window}")
         e("  br i1 %u.done, label %exit, label %tap")
         e("exit:")
@@ -234,7 +279,11 @@ class _Ukernel(LLVMText):
                 channel = v * VECTOR + lane
                 offset = channel * self.positions
                 result = epilogue.apply(columns[lane], channel, offset, len(offsets))
-                e(store(result, self.pointer("%out", offset), len(offsets)))
+                pointer = self.pointer("%out", offset)
+                if len(offsets) <= PLAIN_STORE_LANES:
+                    self.lines += store_first(result, pointer, len(offsets))
+                else:
+                    e(store(result, pointer, len(offsets)))
         self.end()
 
     # --- the ukernel: loops over images, tiles of channel blocks and super-tiles of positions ---

@@ -133,6 +133,16 @@ def store(vector: str, pointer: str, lanes: int = VECTOR) -> str:
     return f"  call void @llvm.masked.store.v16f32.p0({VECTOR_TYPE} {vector}, ptr {pointer}, i32 4, <16 x i1> {mask(lanes)})"
 
 
+def store_first(vector: str, pointer: str, lanes: int) -> list[str]:
+    """Lines storing `vector`'s first `lanes` lanes at `pointer` as a vector of `lanes` floats
+    (`vector.first`): plain stores, where AVX2's masked store (`store`) is microcoded (Zen 1)."""
+    first = ", ".join(f"i32 {lane}" for lane in range(lanes))
+    return [
+        f"  {vector}.first = shufflevector {VECTOR_TYPE} {vector}, {VECTOR_TYPE} poison, <{lanes} x i32> <{first}>",
+        f"  store <{lanes} x float> {vector}.first, ptr {pointer}, align 4",
+    ]
+
+
 def load(result: str, pointer: str, lanes: int | Sequence[bool] = VECTOR, fill: str = "zeroinitializer") -> str:
     """Load floats at `pointer` into `result`: the first `lanes`, or the lanes where `lanes` is
     true (under a mask, the other lanes `fill`, a vector constant, when not all)."""

@@ -37,7 +37,8 @@ def lanes_whenever_it_applies(monkeypatch):
 def tile(request, monkeypatch):
     """The ukernel built with each register tile, whatever this CPU's (`register_tile`); the
     kernel caches, keyed by the CPU and not by the tile, are off."""
-    for attribute, value in zip(("BLOCKS", "POSITIONS", "FEWEST_POSITIONS", "MAX_UNROLLED_TILES"), request.param):
+    names = ("BLOCKS", "POSITIONS", "FEWEST_POSITIONS", "MAX_UNROLLED_TILES", "ROW_REGISTERS")
+    for attribute, value in zip(names, request.param, strict=True):
         monkeypatch.setattr(conv_lanes, attribute, value)
     monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
     monkeypatch.setattr(jit, "_cache", {})
@@ -57,6 +58,14 @@ def test_tiles_fit_the_rows(tile):
         conv_lanes.AVX2_TILE: [4, 4, 4, 4, 6, 6, 6, 6, 6, 5, 5, None],
     }
     assert [conv_lanes.positions(w) for w in widths] == fitting[tile]
+
+
+def test_a_step_takes_a_row_of_taps_where_the_registers_hold_it(tile):
+    """AVX2's tile of 16 channels: the 3 weight, 4 accumulator and a broadcast vectors of a
+    row of 3 taps fit its 16 registers of 8 floats, not with 6 positions or 7 taps."""
+    windows_and_positions = ((3, 4), (3, 1), (3, 6), (7, 4), (5, 3))
+    taps = {conv_lanes.AVX512_TILE: [1, 1, 1, 1, 1], conv_lanes.AVX2_TILE: [3, 3, 1, 1, 1]}
+    assert [conv_lanes.taps_per_step(kernel_w, p) for kernel_w, p in windows_and_positions] == taps[tile]
 
 
 def test_register_tile_by_cpu():
@@ -101,6 +110,10 @@ CONVOLUTIONS = [
     # rows of 28: a loop over 2 tiles of 14 in each row; rows of 27: tiles of 12 (`positions`)
     ((2, 4, 4, 28), (32, 4, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
     ((1, 5, 6, 29), (16, 5, 3, 3), (1, 1), (1, 1), (0, 0, 0, 0)),
+    # rows of 28 at stride 2 and at dilation 2: the AVX2 tile's steps over a row of 3 taps
+    # (`taps_per_step`), whose x values, in two stride phases, are not in the taps' order
+    ((1, 5, 7, 56), (16, 5, 3, 3), (2, 2), (1, 1), (1, 1, 1, 1)),
+    ((1, 3, 6, 32), (16, 3, 3, 3), (1, 1), (2, 2), (0, 0, 0, 0)),
     # rows of 13 (SqueezeNet's): tiles of 13, or of 6 in super-tiles of 6 rows and a rest of 13
     ((1, 4, 13, 13), (32, 4, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
 ]
