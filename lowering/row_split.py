@@ -85,7 +85,7 @@ def row_split(kernel: func.FuncOp) -> RowSplit | None:
     """How `kernel` can run by rows, or None when it cannot: by d0, or, where that gives one
     row, by each loop nest's first loop of more than one iteration (see the module docstring)."""
     by_d0 = _split_by_loop(kernel, lambda ranges: 0)
-    if by_d0 is None or by_d0.rows > 1:
+    if by_d0 is not None and by_d0.rows > 1:
         return by_d0
     return _split_by_loop(kernel, _first_long_loop) or by_d0
 

@@ -128,7 +128,8 @@ def rows(ukernel_call: func.CallOp) -> int:
 
 
 def channel_units(ukernel_call: func.CallOp) -> tuple[int, int, bool] | None:
-    """How a convolution or pooling ukernel's call on one image splits by output channels:
+    """How a convolution or pooling ukernel's call on one image, or a GEMM's on one row, splits
+    by output channels (columns):
     (units, the fewest units a chunk starts at a multiple of, whether its first argument
     splits with them); None for other calls.
 
@@ -141,20 +142,26 @@ def channel_units(ukernel_call: func.CallOp) -> tuple[int, int, bool] | None:
     the output channels), and reads all of its input in each chunk; `conv_lanes` splits by
     its packed weights' blocks of 16 output channels, chunks starting at multiples of its tile
     (`conv_lanes.BLOCKS`).
+
+    The packed GEMM on one row of a (a dense layer at batch 1) splits the same way by out's
+    columns, chunks starting at multiples of `packed_gemm.PANEL`: a chunk's columns are its
+    panels of b, and it reads all of a.
     """
     name = ukernel_call.callee.string_value()
     gemm = name.startswith(f"{packed_gemm.ROW_MAJOR_PREFIX}_")
-    if not gemm and _kind(name) not in (direct_conv, depthwise_conv, conv_lanes, pooling, row_sums):
-        return None
     parts = operands(ukernel_call)
     inputs, out = parts.first.type.get_shape(), parts.like_out[-1].type.get_shape()
+    if name.startswith(f"{packed_gemm.PREFIX}_"):
+        return (out[-1], packed_gemm.PANEL, False) if rows(ukernel_call) == 1 else None
+    if not gemm and _kind(name) not in (direct_conv, depthwise_conv, conv_lanes, pooling, row_sums):
+        return None
     if inputs[0] != 1:
         return None
     if _kind(name) in (pooling, row_sums):
         return (out[1], 1, True) if len(out) > 1 else None
     weights = parts.data.type.get_shape()
     if gemm:
-        return (out[1], packed_gemm.ROWS, False)
+        return (out[1], 1, False)
     if _kind(name) is conv_lanes:
         return (weights[0], conv_lanes.BLOCKS, False)
     groups = inputs[1] // weights[1]
