@@ -80,13 +80,19 @@ class SplitRowsPass(ModulePass):
         if len(sizes) < 2:
             return []
         name = kernel.sym_name.data
-        chunks = [row_chunk_kernel(kernel, split, size, f"{name}_rows{size}") for size in sorted(set(sizes))]
+        names = [f"{name}_rows{size}" for size in sizes]
+        if split.ragged:  # the last chunk takes the rest: a function of its own
+            names[-1] += "_last"
+        chunks = [
+            row_chunk_kernel(kernel, split, size, chunk_name, last=chunk_name.endswith("_last"))
+            for size, chunk_name in sorted(set(zip(sizes, names)))
+        ]
         for chunk in reversed(chunks):
             for attribute in (ALIASES_ATTR, WORK_ATTR):
                 chunk.attributes.pop(attribute, None)
             Rewriter.insert_op(chunk, InsertPoint.after(kernel))
         kernel.attributes[ROW_CHUNKS_ATTR] = ArrayAttr([
-            ArrayAttr([StringAttr(f"{name}_rows{size}"), IntegerAttr(begin, i64)]) for size, begin in zip(sizes, begins)
+            ArrayAttr([StringAttr(chunk_name), IntegerAttr(begin, i64)]) for chunk_name, begin in zip(names, begins)
         ])
         kernel.attributes[ROW_BYTES_ATTR] = DenseArrayBase.from_list(i64, split.row_bytes)
         return chunks
