@@ -34,9 +34,10 @@ computed indices (`memref.load`, `linalg.index` of d0) do not. A loop nest writi
 temporaries that a ukernel call reads whole (b's panels, packed at run time) runs whole in
 every chunk.
 
-A convolution of one image has one row: `channel_split` runs it by blocks of its output
-channels instead (see there), through the same chunks: a buffer's rows are those of its leading
-dimension of more than one element (the dims before it are 1).
+A convolution of one image, or a dense layer of one row, has one row: `channel_split` runs it
+by blocks of its output channels (columns) instead (see there), through the same chunks: a
+buffer's rows are those of its leading dimension of more than one element (the dims before it
+are 1). Loop dims iterating once, other than the row loop, index as 0.
 """
 
 from __future__ import annotations
@@ -225,8 +226,10 @@ def channel_split(kernel: func.FuncOp) -> RowSplit | None:
     """How `kernel`, a convolution ukernel call on one image and the loop nests around it, can
     run by blocks of the conv's output channels, or None when it cannot.
 
-    Its row units are the call's channel units (`ukernels.channel_units`: output channels, or
-    groups). Every sliced buffer is cut along its leading dimension of more than one element,
+    Its row units are the call's channel units (`ukernels.channel_units`: output channels,
+    groups, or a one-row GEMM's columns). The data operand (weights, b's panels) may hold more
+    units than out, its last block padded: its bytes per unit are its own, and the last chunk
+    takes the rest of each sliced buffer (`RowSplit.ragged`). Every sliced buffer is cut along its leading dimension of more than one element,
     which the dims before it (of one element) make contiguous: w along its output channels,
     out and the epilogues' buffers along their channels. A loop nest that reads or writes a
     sliced buffer must index that dimension with a parallel loop dim `d` alone, and every

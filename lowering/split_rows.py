@@ -16,8 +16,10 @@ becomes, with `split-rows{threads=2 min-work=0}`,
                                        graph.row_bytes = array<i64: 256, 256>, ...} {...}
     func.func @relu_0_rows512(%x: memref<512x64xf32>, %out: memref<512x64xf32>) attributes {graph.kernel, ...} {...}
 
-A convolution of one image (one row) splits by blocks of its output channels instead
-(`row_split.channel_split`); its chunks are listed the same way, their units being channels:
+A convolution of one image (one row) splits by blocks of its output channels instead, a dense
+layer of one row by blocks of its columns (`row_split.channel_split`); its chunks are listed
+the same way, their units being channels (columns). Where the weights hold a padded last
+block (1000 channels in 63 blocks of 16), the last chunk, `<kernel>_rows<N>_last`, takes the rest:
 
     func.func @conv(%x: memref<1x8x7x6xf32>, %w: memref<16x8x3x3xf32>, %out: memref<1x16x7x6xf32>)
         attributes {graph.row_chunks = [["conv_rows8", 0], ["conv_rows8", 8]], graph.row_bytes = array<i64: 0, 288, 168>, ...}
