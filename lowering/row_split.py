@@ -34,9 +34,10 @@ computed indices (`memref.load`, `linalg.index` of d0) do not. A loop nest writi
 temporaries that a ukernel call reads whole (b's panels, packed at run time) runs whole in
 every chunk.
 
-A convolution of one image has one row: `channel_split` runs it by blocks of its output
-channels instead (see there), through the same chunks: a buffer's rows are those of its leading
-dimension of more than one element (the dims before it are 1).
+A convolution of one image, or a dense layer of one row, has one row: `channel_split` runs it
+by blocks of its output channels (columns) instead (see there), through the same chunks: a
+buffer's rows are those of its leading dimension of more than one element (the dims before it
+are 1). Loop dims iterating once, other than the row loop, index as 0.
 """
 
 from __future__ import annotations
@@ -79,13 +80,16 @@ class RowSplit:
     strided_arguments: frozenset[SSAValue] = frozenset()
     """Arguments read at d0 * c + (terms without d0) elements along a later dim (attention's K,
     read by heads): a chunk gets them offset by its first row's c elements, whole in type."""
+    ragged: bool = False
+    """The data operand of a split by channels holds more units than the split (its last block
+    padded): the last chunk takes the rest of every sliced argument."""
 
 
 def row_split(kernel: func.FuncOp) -> RowSplit | None:
     """How `kernel` can run by rows, or None when it cannot: by d0, or, where that gives one
     row, by each loop nest's first loop of more than one iteration (see the module docstring)."""
     by_d0 = _split_by_loop(kernel, lambda ranges: 0)
-    if by_d0 is None or by_d0.rows > 1:
+    if by_d0 is not None and by_d0.rows > 1:
         return by_d0
     return _split_by_loop(kernel, _first_long_loop) or by_d0
 
@@ -129,7 +133,7 @@ def _split_by_loop(kernel: func.FuncOp, row_loop: Callable[[Sequence[int]], int]
         extents.add(ranges[row])
         operands = [*generic.inputs, *generic.outputs]
         for operand, map_attr in zip(operands, generic.indexing_maps.data, strict=True):
-            results = map_attr.data.results
+            results = _without_unit_loops(map_attr.data.results, ranges, row)
             uses = [i for i, expr in enumerate(results) if row in expr.used_dims()]
             if not uses:
                 whole.add(operand)
@@ -157,6 +161,13 @@ def _split_by_loop(kernel: func.FuncOp, row_loop: Callable[[Sequence[int]], int]
     row_bytes = tuple(unit_bytes(a) for a in args)
     granule = math.lcm(*(CHUNK_ALIGNMENT // math.gcd(b, CHUNK_ALIGNMENT) for b in row_bytes))
     return RowSplit(units, row_bytes, granule, frozenset(v for v in sliced if v not in args), frozenset(strided))
+
+
+def _without_unit_loops(index: Sequence[AffineExpr], ranges: Sequence[int], row: int) -> tuple[AffineExpr, ...]:
+    """`index` with the loop dims iterating once, other than d<row>, set to 0: (d0 * 24 + d1)
+    is d1 where d0 iterates once (a matmul's [24, 63] out read by a reshape's nest over [1, 24, 63])."""
+    dims = [AffineConstantExpr(0) if extent == 1 and dim != row else AffineDimExpr(dim) for dim, extent in enumerate(ranges)]
+    return tuple(expr.replace_dims_and_symbols(dims, []) for expr in index)
 
 
 def _cuts_rows(shape: Sequence[int], axis: int, rows: int) -> bool:
@@ -215,8 +226,10 @@ def channel_split(kernel: func.FuncOp) -> RowSplit | None:
     """How `kernel`, a convolution ukernel call on one image and the loop nests around it, can
     run by blocks of the conv's output channels, or None when it cannot.
 
-    Its row units are the call's channel units (`ukernels.channel_units`: output channels, or
-    groups). Every sliced buffer is cut along its leading dimension of more than one element,
+    Its row units are the call's channel units (`ukernels.channel_units`: output channels,
+    groups, or a one-row GEMM's columns). The data operand (weights, b's panels) may hold more
+    units than out, its last block padded: its bytes per unit are its own, and the last chunk
+    takes the rest of each sliced buffer (`RowSplit.ragged`). Every sliced buffer is cut along its leading dimension of more than one element,
     which the dims before it (of one element) make contiguous: w along its output channels,
     out and the epilogues' buffers along their channels. A loop nest that reads or writes a
     sliced buffer must index that dimension with a parallel loop dim `d` alone, and every
@@ -234,10 +247,10 @@ def channel_split(kernel: func.FuncOp) -> RowSplit | None:
     if len(calls) != 1 or any(not isinstance(op, _SPLITTABLE_OPS) for op in block.ops):
         return None
     channels = ukernels.channel_units(calls[0])
-    if channels is None or channels[0] < 2:
+    if channels is None or channels.units < 2:
         return None
-    units, unit_granule, first_sliced = channels
-    sliced, whole = _channel_slices(calls[0], first_sliced)
+    units = channels.units
+    sliced, whole = _channel_slices(calls[0], channels.first_sliced)
     out = calls[0].arguments[-1]
     pending = [op for op in block.ops if isinstance(op, GenericOp)]
     while pending:  # from the call outwards: each loop nest placed by a buffer already placed
@@ -254,13 +267,21 @@ def channel_split(kernel: func.FuncOp) -> RowSplit | None:
     written = {o for op in block.ops if isinstance(op, GenericOp) for o in op.outputs} | {out}
     if sliced & whole or any(o in args for o in written - sliced):
         return None
-    if any(v.type.get_shape()[_leading_axis(v.type.get_shape())] % units for v in sliced):
+    data = ukernels.operands(calls[0]).data
+    if any(v.type.get_shape()[_leading_axis(v.type.get_shape())] % units for v in sliced - {data}):
         return None
-    row_bytes = tuple(
-        a.type.element_type.compile_time_size * _count(a.type.get_shape()) // units if a in sliced else 0 for a in args
-    )
-    granule = math.lcm(unit_granule, *(CHUNK_ALIGNMENT // math.gcd(b, CHUNK_ALIGNMENT) for b in row_bytes))
-    return RowSplit(units, row_bytes, granule, frozenset(v for v in sliced if v not in args))
+    if data is not None and _bytes(data.type) % channels.data_units:
+        return None
+
+    def unit_bytes(a: SSAValue) -> int:
+        return _bytes(a.type) // (channels.data_units if a is data else units) if a in sliced else 0
+
+    row_bytes = tuple(unit_bytes(a) for a in args)
+    granule = math.lcm(channels.granule, *(CHUNK_ALIGNMENT // math.gcd(b, CHUNK_ALIGNMENT) for b in row_bytes))
+    if data is not None and granule * unit_bytes(data) % _slice_bytes(data.type):
+        return None  # chunks would cut the data's blocks
+    ragged = channels.data_units != units
+    return RowSplit(units, row_bytes, granule, frozenset(v for v in sliced if v not in args), ragged=ragged)
 
 
 def _channel_slices(call: func.CallOp, first_sliced: bool) -> tuple[set[SSAValue], set[SSAValue]]:
@@ -305,11 +326,14 @@ def _place_channel_loop(generic: GenericOp, sliced: set[SSAValue], whole: set[SS
     return True
 
 
-def row_chunk_kernel(kernel: func.FuncOp, split: RowSplit, rows: int, name: str) -> func.FuncOp:
-    """`kernel` over `rows` rows of its sliced arguments and temporaries, named `name`."""
+def row_chunk_kernel(kernel: func.FuncOp, split: RowSplit, rows: int, name: str, last: bool = False) -> func.FuncOp:
+    """`kernel` over `rows` rows of its sliced arguments and temporaries, named `name`; `last`:
+    the split's last rows, taking the rest of each sliced argument."""
     old_args = list(kernel.body.block.args)
     arg_types = [
-        _rows_of(a.type, rows, split) if split.row_bytes[i] and a not in split.strided_arguments else a.type
+        _argument_rows(a.type, rows, split, split.row_bytes[i], last)
+        if split.row_bytes[i] and a not in split.strided_arguments
+        else a.type
         for i, a in enumerate(old_args)
     ]
     block = Block(arg_types=arg_types)
@@ -344,6 +368,26 @@ def _rows_of(type_: MemRefType, rows: int, split: RowSplit) -> MemRefType:
     axis = _leading_axis(shape)
     shape[axis] = rows * shape[axis] // split.rows
     return MemRefType(type_.element_type, shape)
+
+
+def _argument_rows(type_: MemRefType, rows: int, split: RowSplit, row_bytes: int, last: bool) -> MemRefType:
+    """`type_`, an argument of `row_bytes` bytes per row unit, cut to `rows` units along its
+    leading dimension of more than one element; the last rows take the rest of it."""
+    shape = list(type_.get_shape())
+    axis = _leading_axis(shape)
+    slice_bytes = _slice_bytes(type_)
+    shape[axis] = shape[axis] - (split.rows - rows) * row_bytes // slice_bytes if last else rows * row_bytes // slice_bytes
+    return MemRefType(type_.element_type, shape)
+
+
+def _slice_bytes(type_: MemRefType) -> int:
+    """The bytes of one element of `type_`'s leading dimension of more than one element."""
+    shape = type_.get_shape()
+    return type_.element_type.compile_time_size * _count(shape[_leading_axis(shape) + 1 :])
+
+
+def _bytes(type_: MemRefType) -> int:
+    return type_.element_type.compile_time_size * _count(type_.get_shape())
 
 
 def _leading_axis(shape: Sequence[int]) -> int | None:

@@ -16,8 +16,10 @@ becomes, with `split-rows{threads=2 min-work=0}`,
                                        graph.row_bytes = array<i64: 256, 256>, ...} {...}
     func.func @relu_0_rows512(%x: memref<512x64xf32>, %out: memref<512x64xf32>) attributes {graph.kernel, ...} {...}
 
-A convolution of one image (one row) splits by blocks of its output channels instead
-(`row_split.channel_split`); its chunks are listed the same way, their units being channels:
+A convolution of one image (one row) splits by blocks of its output channels instead, a dense
+layer of one row by blocks of its columns (`row_split.channel_split`); its chunks are listed
+the same way, their units being channels (columns). Where the weights hold a padded last
+block (1000 channels in 63 blocks of 16), the last chunk, `<kernel>_rows<N>_last`, takes the rest:
 
     func.func @conv(%x: memref<1x8x7x6xf32>, %w: memref<16x8x3x3xf32>, %out: memref<1x16x7x6xf32>)
         attributes {graph.row_chunks = [["conv_rows8", 0], ["conv_rows8", 8]], graph.row_bytes = array<i64: 0, 288, 168>, ...}
@@ -80,13 +82,19 @@ class SplitRowsPass(ModulePass):
         if len(sizes) < 2:
             return []
         name = kernel.sym_name.data
-        chunks = [row_chunk_kernel(kernel, split, size, f"{name}_rows{size}") for size in sorted(set(sizes))]
+        names = [f"{name}_rows{size}" for size in sizes]
+        if split.ragged:  # the last chunk takes the rest: a function of its own
+            names[-1] += "_last"
+        chunks = [
+            row_chunk_kernel(kernel, split, size, chunk_name, last=chunk_name.endswith("_last"))
+            for size, chunk_name in sorted(set(zip(sizes, names)))
+        ]
         for chunk in reversed(chunks):
             for attribute in (ALIASES_ATTR, WORK_ATTR):
                 chunk.attributes.pop(attribute, None)
             Rewriter.insert_op(chunk, InsertPoint.after(kernel))
         kernel.attributes[ROW_CHUNKS_ATTR] = ArrayAttr([
-            ArrayAttr([StringAttr(f"{name}_rows{size}"), IntegerAttr(begin, i64)]) for size, begin in zip(sizes, begins)
+            ArrayAttr([StringAttr(chunk_name), IntegerAttr(begin, i64)]) for chunk_name, begin in zip(names, begins)
         ])
         kernel.attributes[ROW_BYTES_ATTR] = DenseArrayBase.from_list(i64, split.row_bytes)
         return chunks

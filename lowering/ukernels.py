@@ -127,38 +127,61 @@ def rows(ukernel_call: func.CallOp) -> int:
     return shape[0]
 
 
-def channel_units(ukernel_call: func.CallOp) -> tuple[int, int, bool] | None:
-    """How a convolution or pooling ukernel's call on one image splits by output channels:
-    (units, the fewest units a chunk starts at a multiple of, whether its first argument
-    splits with them); None for other calls.
+class ChannelUnits(NamedTuple):
+    """How a ukernel call splits by output channels (`channel_units`)."""
+
+    units: int
+    granule: int
+    """Chunks start at multiples of this many units."""
+    first_sliced: bool
+    """Whether the first operand (x) splits with them."""
+    data_units: int
+    """The units the data operand (weights, b's panels) holds: more than `units` where its
+    last block is padded (1000 channels in 63 blocks of 16); the last chunk takes the rest."""
+
+
+def channel_units(ukernel_call: func.CallOp) -> ChannelUnits | None:
+    """How a convolution or pooling ukernel's call on one image, or a GEMM's on one row, splits
+    by output channels (columns); None for other calls.
 
     A pool or a sum over planes splits by channels, each reading its own channel of x.
 
     A grouped conv (depthwise ones too) splits by groups: a unit is a group's output channels,
     its weights and its input channels (of x, or of its phases). A conv of one group splits by
     output channels, chunks starting at multiples of the ukernel's register tile
-    (`direct_conv.OUT_CHANNELS`; `packed_gemm.ROWS` for a conv run as the GEMM, whose rows are
-    the output channels), and reads all of its input in each chunk; `conv_lanes` splits by
-    its packed weights' blocks of 16 output channels, chunks starting at multiples of its tile
-    (`conv_lanes.BLOCKS`).
+    (`direct_conv.OUT_CHANNELS`; a conv run as the GEMM, whose rows are the output channels,
+    anywhere: 16 channels run as 8 + 8, not as 12 + 4 in tiles of `packed_gemm.ROWS`), and
+    reads all of its input in each chunk; `conv_lanes` at multiples of its tile of blocks of
+    16 output channels (`conv_lanes.BLOCKS`), its packed weights' blocks.
+
+    The packed GEMM on one row of a (a dense layer at batch 1) splits the same way by out's
+    columns, chunks starting at multiples of `packed_gemm.PANEL`: a chunk's columns are its
+    panels of b, and it reads all of a.
     """
     name = ukernel_call.callee.string_value()
     gemm = name.startswith(f"{packed_gemm.ROW_MAJOR_PREFIX}_")
-    if not gemm and _kind(name) not in (direct_conv, depthwise_conv, conv_lanes, pooling, row_sums):
-        return None
     parts = operands(ukernel_call)
     inputs, out = parts.first.type.get_shape(), parts.like_out[-1].type.get_shape()
+    if name.startswith(f"{packed_gemm.PREFIX}_"):
+        columns, depth = out[-1], inputs[-1]
+        panels = packed_gemm.packed_size(depth, columns) // depth
+        return ChannelUnits(columns, packed_gemm.PANEL, False, panels) if rows(ukernel_call) == 1 else None
+    if not gemm and _kind(name) not in (direct_conv, depthwise_conv, conv_lanes, pooling, row_sums):
+        return None
     if inputs[0] != 1:
         return None
     if _kind(name) in (pooling, row_sums):
-        return (out[1], 1, True) if len(out) > 1 else None
+        return ChannelUnits(out[1], 1, True, out[1]) if len(out) > 1 else None
     weights = parts.data.type.get_shape()
     if gemm:
-        return (out[1], packed_gemm.ROWS, False)
+        return ChannelUnits(out[1], 1, False, out[1])
     if _kind(name) is conv_lanes:
-        return (weights[0], conv_lanes.BLOCKS, False)
+        lanes = weights[-1]  # output channels per block
+        return ChannelUnits(out[1], conv_lanes.BLOCKS * lanes, False, weights[0] * lanes)
     groups = inputs[1] // weights[1]
-    return (groups, 1, True) if groups > 1 else (out[1], direct_conv.OUT_CHANNELS, False)
+    if groups > 1:
+        return ChannelUnits(groups, 1, True, groups)
+    return ChannelUnits(out[1], direct_conv.OUT_CHANNELS, False, out[1])
 
 
 def declarations(kernels: Sequence[func.FuncOp]) -> list[func.FuncOp]:

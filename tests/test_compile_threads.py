@@ -10,6 +10,7 @@ from xdsl.parser import Parser
 
 import graphopt
 from graphopt.builder import GraphBuilder
+from graphopt.lowering import packed_gemm
 from graphopt.lowering.convert_graph_to_linalg import generalized, lower_group
 from graphopt.lowering.pipelines import CPU
 from graphopt.lowering.row_split import row_split
@@ -186,3 +187,46 @@ def test_leading_unit_dims_split_by_the_next_dim():
     assert split == {"conv2d_0": True, "transpose_1": False, "fused_matmul_add_erf_0": True, "exp_2": True}
     for got, want in zip(exe(*inputs), graphopt.interpret(module, *inputs), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("columns", [208, 200])
+@pytest.mark.parametrize("threads", [2, 3])
+def test_dense_layer_of_one_row_splits_by_columns(columns, threads, monkeypatch):
+    """A dense layer at batch 1 (the packed GEMM on one row of a) runs by chunks of out's
+    columns, each starting at a panel of b; where b's last panel is padded (200 columns: 12
+    panels and 8 columns in a panel of 16), the last chunk, a function of its own, takes the rest."""
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    rng = np.random.default_rng(threads)
+    b = GraphBuilder()
+    x = b.input("x", (1, 37))
+    w = b.constant(rng.standard_normal((37, columns)).astype(np.float32))
+    bias = b.constant(rng.standard_normal(columns).astype(np.float32))
+    module = b.finish(b.relu(b.add(b.matmul(x, w), bias)))
+    inputs = [rng.standard_normal((1, 37)).astype(np.float32)]
+    inputs[0][0, 3:6] = [np.nan, np.inf, -np.inf]
+    exe = graphopt.compile(module, backends=("cpu",), threads=threads)
+    chunks = only_step(exe).kernel.chunks
+    assert len(chunks) == min(threads, usable_cores()) and all(begin % packed_gemm.PANEL == 0 for _, begin in chunks)
+    assert [name.endswith("_last") for name, _ in chunks] == [columns % packed_gemm.PANEL != 0 and i == len(chunks) - 1
+                                                              for i in range(len(chunks))]
+    for got, want in zip(exe(*inputs), graphopt.interpret(module, *inputs), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_channel_mixing_matmul_on_one_image_splits_by_rows_of_a(threads, monkeypatch):
+    """AlexNet's local response normalization: a constant [c, c] times x viewed as [1, c, h * w],
+    reshaped back; the split by d0 (one image) fails on the reshape's loop nest, each loop
+    nest's first long loop (a's rows, out's channels) splits it."""
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    rng = np.random.default_rng(threads)
+    b = GraphBuilder()
+    x = b.input("x", (1, 24, 7, 9))
+    a = b.constant(rng.standard_normal((24, 24)).astype(np.float32))
+    module = b.finish(b.reshape(b.matmul(a, b.reshape(x, (1, 24, 63))), (1, 24, 7, 9)))
+    inputs = [rng.standard_normal((1, 24, 7, 9)).astype(np.float32)]
+    inputs[0][0, 5, 2, 3:6] = [np.nan, np.inf, -np.inf]
+    exe = graphopt.compile(module, backends=("cpu",), threads=threads)
+    assert len(only_step(exe).kernel.chunks) == min(threads, usable_cores())
+    for got, want in zip(exe(*inputs), graphopt.interpret(module, *inputs), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, equal_nan=True)

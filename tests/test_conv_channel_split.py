@@ -144,3 +144,30 @@ def test_any_direct_conv_of_one_image_matches_the_interpreter_on_two_threads(con
     (step,) = executable.steps
     if groups == 1:
         assert [begin for _, begin in step.kernel.chunks] == [0, 8 if out_channels <= 16 else 16]
+
+
+@pytest.mark.parametrize("out_channels, begins", [(16, [0, 8]), (32, [0, 16]), (21, [0, 12])])
+def test_convs_run_as_the_gemm_split_into_balanced_chunks(monkeypatch, out_channels, begins):
+    """A conv run as the GEMM splits its output channels in halves, chunks starting at
+    multiples of 4 (outputs of 7 x 9 floats: 16-byte alignment) rather than of the GEMM's
+    register tile of 6 rows (16 channels used to run as 12 + 4)."""
+    monkeypatch.setattr(CpuSchedule, "lanes_conv", lambda self, op: False)
+    monkeypatch.setattr(CpuSchedule, "conv_gemm", lambda self, op: True)
+    module = conv_block((1, 5, 7, 9), (out_channels, 5, 1, 1), epilogue="bias_relu")
+    x = sample((1, 5, 7, 9))  # NaN and inf included
+    executable, calls = compiled_calls(monkeypatch, module, x)
+    (step,) = executable.steps
+    assert [begin for _, begin in step.kernel.chunks] == begins
+    assert all(callee.startswith("graphopt_sgemm_rowmajor_") for callee in calls.values())
+
+
+@pytest.mark.parametrize("out_channels, names", [(40, ["_rows32", "_rows8_last"]), (48, ["_rows32", "_rows16"])])
+def test_lanes_convs_split_by_blocks_and_the_last_takes_the_padded_block(monkeypatch, out_channels, names):
+    """conv_lanes' weights hold blocks of 16 output channels; 40 channels are 3 blocks, the
+    last padded: the first chunk runs 2 blocks (32 channels), the last the rest (a block of 8)."""
+    monkeypatch.setattr(CpuSchedule, "lanes_conv", lambda self, op: True)
+    module = conv_block((1, 3, 9, 11), (out_channels, 3, 3, 3), padding=(1, 1, 1, 1), epilogue="bias_relu")
+    executable, calls = compiled_calls(monkeypatch, module, sample((1, 3, 9, 11)))
+    (step,) = executable.steps
+    assert [name.removeprefix(step.name) for name, _ in step.kernel.chunks] == names
+    assert all(callee.startswith("graphopt_sconv_lanes_") for callee in calls.values())

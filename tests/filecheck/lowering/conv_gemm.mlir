@@ -14,13 +14,14 @@
 // CHECK-NEXT:    func.return
 // CHECK:       func.func private @graphopt_sgemm_rowmajor_eaddAP0.maxS0C00000000_1x9x5x7_13x9x1x1_13x1x1_1x13x5x7({{.*}}) -> () attributes {graph.ukernel}
 
-// At 2 threads one image splits by output channels, chunks starting at multiples of 12 (the
-// GEMM's 6-row tiles, and 16-byte alignment of out's 140-byte channels): 12 and 1; x is read whole.
+// At 2 threads one image splits by output channels, chunks starting at multiples of 4 (16-byte
+// alignment of out's 140-byte channels; not of the GEMM's 6-row tiles, which made 12 and 1):
+// 8 and 5; x is read whole.
 // SPLIT-LABEL: func.func @fused_conv2d_add_relu_0(
-// SPLIT-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_add_relu_0_rows12", 0 : i64], ["fused_conv2d_add_relu_0_rows1", 12 : i64]]
+// SPLIT-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_add_relu_0_rows8", 0 : i64], ["fused_conv2d_add_relu_0_rows5", 8 : i64]]
 // SPLIT-SAME:    graph.row_bytes = array<i64: 0, 36, 4, 140>
-// SPLIT:       func.func @fused_conv2d_add_relu_0_rows1(%0: memref<1x9x5x7xf32>, %1: memref<1x9x1x1xf32>, %2: memref<1x1x1xf32>, %3: memref<1x1x5x7xf32>)
-// SPLIT-NEXT:    func.call @graphopt_sgemm_rowmajor_eaddAP0.maxS0C00000000_1x9x5x7_1x9x1x1_1x1x1_1x1x5x7(%0, %1, %2, %3)
+// SPLIT:       func.func @fused_conv2d_add_relu_0_rows5(%0: memref<1x9x5x7xf32>, %1: memref<5x9x1x1xf32>, %2: memref<5x1x1xf32>, %3: memref<1x5x5x7xf32>)
+// SPLIT-NEXT:    func.call @graphopt_sgemm_rowmajor_eaddAP0.maxS0C00000000_1x9x5x7_5x9x1x1_5x1x1_1x5x5x7(%0, %1, %2, %3)
 func.func @main(%x: tensor<1x9x5x7xf32>, %w: tensor<13x9x1x1xf32>, %b: tensor<13x1x1xf32>) -> tensor<1x13x5x7xf32> {
   %0 = graph.conv2d %x, %w : (tensor<1x9x5x7xf32>, tensor<13x9x1x1xf32>) -> tensor<1x13x5x7xf32>
   %1 = graph.add %0, %b : (tensor<1x13x5x7xf32>, tensor<13x1x1xf32>) -> tensor<1x13x5x7xf32>
