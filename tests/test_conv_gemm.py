@@ -133,18 +133,18 @@ def test_stems_as_the_gemm_without_avx512_match_interpreter(monkeypatch, x_shape
 
 
 def test_one_image_splits_by_output_channels_with_its_epilogue(monkeypatch):
-    """30 output channels at 2 threads: chunks of 24 and 6 (multiples of 12: the GEMM's 6-row
-    tiles and 16-byte alignment of w's 36-byte channels), each calling the ukernel on all of x
-    and on its channels of w, the bias, the residual and out."""
+    """30 output channels at 2 threads: chunks of 16 and 14 (starting at multiples of 4: the
+    16-byte alignment of w's 36-byte channels; the GEMM runs any count of rows), each calling the
+    ukernel on all of x and on its channels of w, the bias, the residual and out."""
     x_shape = (1, 9, 6, 7)
     module = conv_block(x_shape, (30, 9, 1, 1), epilogue="residual_relu")
     arrays = (sample(x_shape), sample((1, 30, 6, 7), seed=4))
     executable, calls = compiled_calls(monkeypatch, module, *arrays)
     (step,) = executable.steps
-    assert [begin for _, begin in step.kernel.chunks] == [0, 24]
+    assert [begin for _, begin in step.kernel.chunks] == [0, 16]
     ukernel = f"{GEMM}eaddAP0.addS0R.maxS1C00000000_1x9x6x7_{{0}}x9x1x1_{{0}}x1x1_1x{{0}}x6x7_1x{{0}}x6x7".format
     assert calls == {
         "fused_conv2d_add_relu_0": ukernel(30),
-        "fused_conv2d_add_relu_0_rows24": ukernel(24),
-        "fused_conv2d_add_relu_0_rows6": ukernel(6),
+        "fused_conv2d_add_relu_0_rows16": ukernel(16),
+        "fused_conv2d_add_relu_0_rows14": ukernel(14),
     }
