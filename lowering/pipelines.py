@@ -28,7 +28,11 @@ from xdsl.passes import PassPipeline
 from xdsl.transforms import get_all_passes as get_xdsl_passes
 
 from graphopt.lowering import get_all_passes
-from graphopt.lowering.split_rows import PARALLEL_MIN_WORK
+
+PARALLEL_MIN_WORK = 1 << 17
+"""split-rows' `min-work` in the CPU pipeline (its default too): kernels doing less run on one
+thread, where splitting them costs more than it saves. Here rather than in split_rows.py, so that
+reading the pipelines (graph-opt's start) imports no ukernel generator."""
 
 
 @dataclass(frozen=True)

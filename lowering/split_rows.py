@@ -39,6 +39,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from graphopt.lowering import ukernels
+from graphopt.lowering.pipelines import PARALLEL_MIN_WORK
 from graphopt.lowering.row_split import RowSplit, channel_split, row_chunk_kernel, row_split
 from graphopt.lowering.share_kernel_code import ALIASES_ATTR
 
@@ -46,8 +47,6 @@ WORK_ATTR = "graph.work"
 """i64 on a kernel: its group's flops, or its 4-byte elements moved, whichever is more."""
 ROW_CHUNKS_ATTR = "graph.row_chunks"
 ROW_BYTES_ATTR = "graph.row_bytes"
-PARALLEL_MIN_WORK = 1 << 17
-"""Kernels doing less run on one thread: splitting them costs more than it saves."""
 
 
 @dataclass(frozen=True)

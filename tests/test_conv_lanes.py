@@ -33,7 +33,10 @@ def lanes_whenever_it_applies(monkeypatch):
     )
 
 
-@pytest.fixture(params=[conv_lanes.AVX512_TILE, conv_lanes.AVX2_TILE], ids=["avx512_tile", "avx2_tile"])
+TILES = {"avx512_tile": conv_lanes.AVX512_TILE, "avx2_tile": conv_lanes.AVX2_TILE}
+
+
+@pytest.fixture(params=TILES.values(), ids=TILES.keys())
 def tile(request, monkeypatch):
     """The ukernel built with each register tile, whatever this CPU's (`register_tile`); the
     kernel caches, keyed by the CPU and not by the tile, are off."""
@@ -119,7 +122,17 @@ CONVOLUTIONS = [
 ]
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+TILE_AND_THREADS = pytest.mark.parametrize(
+    "tile, threads",
+    [(TILES["avx512_tile"], 1), (TILES["avx2_tile"], 1), (TILES["avx2_tile"], 2)],
+    ids=["avx512_tile-1", "avx2_tile-1", "avx2_tile-2"],
+    indirect=["tile"],
+)
+"""Both tiles at 1 thread, and the AVX2 tile at 2 (the suite's time); the AVX-512 tile's split
+by channel blocks at 2 threads is `test_one_image_splits_by_blocks_of_output_channels`'s."""
+
+
+@TILE_AND_THREADS
 @pytest.mark.parametrize("x_shape, w_shape, strides, dilations, padding", CONVOLUTIONS)
 def test_conv_matches_interpreter(x_shape, w_shape, strides, dilations, padding, threads, tile):
     module = conv_layer(x_shape, sample(w_shape, seed=1, specials=False), strides, dilations, padding)
@@ -138,7 +151,7 @@ def test_nan_inf_and_signed_zeros_match_interpreter(specials_in, tile):
     check_compiled(module, sample(x_shape, specials=specials_in == "x"))
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@TILE_AND_THREADS
 @pytest.mark.parametrize("tail", TAILS)
 def test_tails_run_in_the_ukernel_and_match_interpreter(tail, threads, tile):
     """Each tail of test_conv_epilogues.py (bias, batch norm, relu, clip, SiLU, hardswish, the
