@@ -17,9 +17,9 @@ where d0 alone is one of its indices (linalg would take d0's bound from that dim
     func.func @k(%x: memref<6x4xf32>, %w: memref<4xf32>, %out: memref<6x4xf32>)  ->  3 rows:
     func.func @k_rows3(%x: memref<3x4xf32>, %w: memref<4xf32>, %out: memref<3x4xf32>)
 
-Where that gives one row (d0 iterates once: ConvNeXt's [1, 56, 56, c] tensors, whose function
-keeps its batch dim for its convolutions), each loop nest's first loop iterating more than once
-takes d0's place, and the buffers are cut along their first dim of more than one element; the
+Where that gives one row or none (d0 iterates once: ConvNeXt's [1, 56, 56, c] tensors, whose
+function keeps its batch dim for its convolutions), each loop nest's first loop iterating more
+than once takes d0's place, and the buffers are cut along their first dim of more than one element; the
 packed GEMM's rows are out's first such dim before its columns (`ukernels.rows`):
 
     func.func @k(%x: memref<1x12x8xf32>, %out: memref<1x12x8xf32>)  ->  6 rows:
@@ -87,7 +87,8 @@ class RowSplit:
 
 def row_split(kernel: func.FuncOp) -> RowSplit | None:
     """How `kernel` can run by rows, or None when it cannot: by d0, or, where that gives one
-    row, by each loop nest's first loop of more than one iteration (see the module docstring)."""
+    row or none, by each loop nest's first loop of more than one iteration (see the module
+    docstring)."""
     by_d0 = _split_by_loop(kernel, lambda ranges: 0)
     if by_d0 is not None and by_d0.rows > 1:
         return by_d0
@@ -229,14 +230,14 @@ def channel_split(kernel: func.FuncOp) -> RowSplit | None:
     Its row units are the call's channel units (`ukernels.channel_units`: output channels,
     groups, or a one-row GEMM's columns). The data operand (weights, b's panels) may hold more
     units than out, its last block padded: its bytes per unit are its own, and the last chunk
-    takes the rest of each sliced buffer (`RowSplit.ragged`). Every sliced buffer is cut along its leading dimension of more than one element,
-    which the dims before it (of one element) make contiguous: w along its output channels,
-    out and the epilogues' buffers along their channels. A loop nest that reads or writes a
-    sliced buffer must index that dimension with a parallel loop dim `d` alone, and every
-    buffer it indexes by `d` likewise (it computes each unit from that unit alone); its other
-    buffers are read whole. A loop nest that only writes buffers read whole (the stride-phase
-    copy of x, which each output channel of a one-group conv reads all of) runs whole in
-    every chunk.
+    takes the rest of each sliced buffer (`RowSplit.ragged`). Every sliced buffer is cut along
+    its leading dimension of more than one element, which the dims before it (of one element)
+    make contiguous: w along its output channels, out and the epilogues' buffers along their
+    channels. A loop nest that reads or writes a sliced buffer must index that dimension with a
+    parallel loop dim `d` alone, and every buffer it indexes by `d` likewise (it computes each
+    unit from that unit alone); its other buffers are read whole. A loop nest that only writes
+    buffers read whole (the stride-phase copy of x, which each output channel of a one-group
+    conv reads all of) runs whole in every chunk.
 
         func.func @k(%x: memref<1x8x7x6xf32>, %w: memref<16x8x3x3xf32>, %b: memref<16x1x1xf32>, %out: memref<1x16x7x6xf32>)
           ->  8 output channels:
@@ -328,10 +329,10 @@ def _place_channel_loop(generic: GenericOp, sliced: set[SSAValue], whole: set[SS
 
 def row_chunk_kernel(kernel: func.FuncOp, split: RowSplit, rows: int, name: str, last: bool = False) -> func.FuncOp:
     """`kernel` over `rows` rows of its sliced arguments and temporaries, named `name`; `last`:
-    the split's last rows, taking the rest of each sliced argument."""
+    the split's last rows, taking the rest of each sliced buffer."""
     old_args = list(kernel.body.block.args)
     arg_types = [
-        _argument_rows(a.type, rows, split, split.row_bytes[i], last)
+        _rows_of(a.type, rows, split, split.row_bytes[i], last)
         if split.row_bytes[i] and a not in split.strided_arguments
         else a.type
         for i, a in enumerate(old_args)
@@ -340,7 +341,7 @@ def row_chunk_kernel(kernel: func.FuncOp, split: RowSplit, rows: int, name: str,
     mapping: dict[SSAValue, SSAValue] = dict(zip(old_args, block.args))
     for op in kernel.body.block.ops:
         if isinstance(op, memref.AllocOp) and op.memref in split.sliced_temporaries:
-            chunk_type = _rows_of(op.memref.type, rows, split)
+            chunk_type = _rows_of(op.memref.type, rows, split, _bytes(op.memref.type) // split.rows, last)
             new_op = memref.AllocOp.get(chunk_type.element_type, shape=chunk_type.get_shape())
             mapping[op.memref] = new_op.memref
         elif isinstance(op, func.CallOp):
@@ -361,22 +362,14 @@ def _reads_rows_only(generic: GenericOp, dim: int = 0) -> bool:
     return True
 
 
-def _rows_of(type_: MemRefType, rows: int, split: RowSplit) -> MemRefType:
-    """`type_` cut to `rows` of the split's row units, along its leading dimension of more than
-    one element (dim 0 for a split by rows, whose sliced buffers have at least one row per unit)."""
-    shape = list(type_.get_shape())
-    axis = _leading_axis(shape)
-    shape[axis] = rows * shape[axis] // split.rows
-    return MemRefType(type_.element_type, shape)
-
-
-def _argument_rows(type_: MemRefType, rows: int, split: RowSplit, row_bytes: int, last: bool) -> MemRefType:
-    """`type_`, an argument of `row_bytes` bytes per row unit, cut to `rows` units along its
-    leading dimension of more than one element; the last rows take the rest of it."""
+def _rows_of(type_: MemRefType, rows: int, split: RowSplit, unit_bytes: int, last: bool) -> MemRefType:
+    """`type_`, of `unit_bytes` bytes per row unit, cut to `rows` units along its leading
+    dimension of more than one element (dim 0 for a split by d0); the split's last rows
+    (`last`) take the rest of it (more than `rows` units' bytes where the split is ragged)."""
     shape = list(type_.get_shape())
     axis = _leading_axis(shape)
     slice_bytes = _slice_bytes(type_)
-    shape[axis] = shape[axis] - (split.rows - rows) * row_bytes // slice_bytes if last else rows * row_bytes // slice_bytes
+    shape[axis] = shape[axis] - (split.rows - rows) * unit_bytes // slice_bytes if last else rows * unit_bytes // slice_bytes
     return MemRefType(type_.element_type, shape)
 
 

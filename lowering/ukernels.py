@@ -164,8 +164,8 @@ def channel_units(ukernel_call: func.CallOp) -> ChannelUnits | None:
     inputs, out = parts.first.type.get_shape(), parts.like_out[-1].type.get_shape()
     if name.startswith(f"{packed_gemm.PREFIX}_"):
         columns, depth = out[-1], inputs[-1]
-        panels = packed_gemm.packed_size(depth, columns) // depth
-        return ChannelUnits(columns, packed_gemm.PANEL, False, panels) if rows(ukernel_call) == 1 else None
+        padded_columns = packed_gemm.packed_size(depth, columns) // depth  # b's last panel padded
+        return ChannelUnits(columns, packed_gemm.PANEL, False, padded_columns) if rows(ukernel_call) == 1 else None
     if not gemm and _kind(name) not in (direct_conv, depthwise_conv, conv_lanes, pooling, row_sums):
         return None
     if inputs[0] != 1:
