@@ -85,7 +85,7 @@ class SplitRowsPass(ModulePass):
         if split.ragged:  # the last chunk takes the rest: a function of its own
             names[-1] += "_last"
         chunks = [
-            row_chunk_kernel(kernel, split, size, chunk_name, last=chunk_name.endswith("_last"))
+            row_chunk_kernel(kernel, split, size, chunk_name, last=split.ragged and chunk_name == names[-1])
             for size, chunk_name in sorted(set(zip(sizes, names)))
         ]
         for chunk in reversed(chunks):
