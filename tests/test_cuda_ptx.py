@@ -5,6 +5,7 @@ import shutil
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -62,6 +63,16 @@ KINDS: dict[str, tuple[str, set[str]]] = {
     "layer_norm": (main("%x: tensor<8x512xf32>, %g: tensor<512xf32>, %b: tensor<512xf32>) -> tensor<8x512xf32>", """
       %0 = graph.layer_norm %x, %g, %b : (tensor<8x512xf32>, tensor<512xf32>, tensor<512xf32>) -> tensor<8x512xf32>
       func.return %0 : tensor<8x512xf32>"""), {"bar.sync", "shfl.sync.down", ".shared"}),
+    "elementwise_f64": (main("%x: tensor<37x29xf64>, %y: tensor<29xf64>) -> tensor<37x29xf64>", """
+      %0 = graph.mul %x, %y : (tensor<37x29xf64>, tensor<29xf64>) -> tensor<37x29xf64>
+      %1 = graph.relu %0 : tensor<37x29xf64>
+      %2 = graph.div %1, %x : (tensor<37x29xf64>, tensor<37x29xf64>) -> tensor<37x29xf64>
+      %3 = graph.max %2, %y : (tensor<37x29xf64>, tensor<29xf64>) -> tensor<37x29xf64>
+      func.return %3 : tensor<37x29xf64>"""), {"div.rn.f64"}),
+    "grid_stride_odd": (main("%x: tensor<4097x4099xf32>, %b: tensor<4099xf32>) -> tensor<4097x4099xf32>", """
+      %0 = graph.add %x, %b : (tensor<4097x4099xf32>, tensor<4099xf32>) -> tensor<4097x4099xf32>
+      %1 = graph.relu %0 : tensor<4097x4099xf32>
+      func.return %1 : tensor<4097x4099xf32>"""), set()),
     "matmul": (main("%a: tensor<70x50xf32>, %b: tensor<50x33xf32>) -> tensor<70x33xf32>", """
       %0 = graph.matmul %a, %b : (tensor<70x50xf32>, tensor<50x33xf32>) -> tensor<70x33xf32>
       func.return %0 : tensor<70x33xf32>"""), {"bar.sync", ".shared", "ld.shared"}),
@@ -71,7 +82,8 @@ KINDS: dict[str, tuple[str, set[str]]] = {
       %2 = graph.relu %1 : tensor<3x20x17xf32>
       func.return %2 : tensor<3x20x17xf32>"""), {"bar.sync", ".shared", "ld.shared"}),
 }
-"""Kernel kind -> (module, PTX it must contain besides `.entry` and `ld.global`)."""
+"""Kernel kind -> (module, PTX it must contain besides `.entry` and `ld.global`). grid_stride_odd
+has more elements than MAX_BLOCKS blocks of THREADS_PER_BLOCK threads: each thread loops."""
 
 ARCHS = ("sm_80", "sm_90")
 
@@ -195,10 +207,9 @@ def test_supports_and_estimate_need_no_driver():
 # ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(NO_GPU is not None, reason=f"no GPU: {NO_GPU}")
-@pytest.mark.parametrize("kind", KINDS)
-def test_matches_the_interpreter_on_gpu(kind):
+def kind_inputs(kind: str, special_values: bool = False) -> tuple:
+    """The module of `kind` and seeded inputs for it; with `special_values`, each float input
+    starts with NaN, +inf and -inf."""
     module = graphopt.parse(KINDS[kind][0])
     main_function = next(op for op in module.walk() if op.name == "func.func")
     rng = np.random.default_rng(0)
@@ -206,11 +217,112 @@ def test_matches_the_interpreter_on_gpu(kind):
     for arg in main_function.body.block.args:
         dtype = numpy_dtype(arg.type.get_element_type())
         shape = arg.type.get_shape()
-        arrays.append(rng.integers(-3, 3, shape).astype(dtype) if dtype.kind == "i" else rng.standard_normal(shape).astype(dtype))
+        array = rng.integers(-3, 3, shape).astype(dtype) if dtype.kind == "i" else rng.standard_normal(shape).astype(dtype)
+        if special_values and dtype.kind == "f":
+            array.flat[:3] = [np.nan, np.inf, -np.inf]
+        arrays.append(array)
+    return module, arrays
+
+
+def on_gpu(test):
+    """Mark `test` as a GPU test (`pytest -m gpu`), skipped where there is none."""
+    return pytest.mark.gpu(pytest.mark.skipif(NO_GPU is not None, reason=f"no GPU: {NO_GPU}")(test))
+
+
+@on_gpu
+@pytest.mark.parametrize("kind", KINDS)
+def test_matches_the_interpreter_on_gpu(kind):
+    module, arrays = kind_inputs(kind)
     expected = graphopt.interpret(module, *arrays)
-    got = graphopt.compile(module, backends=("cuda",))(*arrays)
-    for e, g in zip(expected, got):
+    got = graphopt.compile(module, backends=("cuda",), fallback="error")(*arrays)
+    for e, g in zip(expected, got, strict=True):
         np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+
+
+@on_gpu
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != "gather_cast"])  # a cast of NaN to i32 has no one answer
+def test_nan_and_inf_match_the_interpreter_on_gpu(kind):
+    module, arrays = kind_inputs(kind, special_values=True)
+    expected = graphopt.interpret(module, *arrays)
+    got = graphopt.compile(module, backends=("cuda",), fallback="error")(*arrays)
+    for e, g in zip(expected, got, strict=True):
+        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+
+
+CHAIN = main("%x: tensor<33x65xf32>, %w: tensor<65xf32>) -> tensor<33x65xf32>", """
+      %0 = graph.mul %x, %w : (tensor<33x65xf32>, tensor<65xf32>) -> tensor<33x65xf32>
+      %1 = graph.add %0, %x : (tensor<33x65xf32>, tensor<33x65xf32>) -> tensor<33x65xf32>
+      %2 = graph.softmax %1 : (tensor<33x65xf32>) -> tensor<33x65xf32>
+      %3 = graph.neg %2 : tensor<33x65xf32>
+      func.return %3 : tensor<33x65xf32>""")
+"""Four kernels unfused, all on cuda: one device run."""
+
+
+@on_gpu
+def test_a_module_on_the_gpu_copies_its_inputs_in_once_and_its_result_out_once(monkeypatch):
+    exe = graphopt.compile(graphopt.parse(CHAIN), backends=("cuda",), fuse=False, fallback="error")
+    assert [step.device_run for step in exe.steps] == [0, 0, 0, 0] and exe.buffer_of == {}
+    device = get_backend("cuda").device()
+    copies = []
+    for name in ("copy_in", "copy_out"):
+        copy = getattr(device, name)
+        monkeypatch.setattr(device, name, lambda *args, copy=copy, name=name: (copies.append(name), copy(*args))[1])
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((33, 65)).astype(np.float32), rng.standard_normal(65).astype(np.float32)
+    x.flat[:3] = [np.nan, np.inf, -np.inf]
+    (got,) = exe(x, w)
+    np.testing.assert_allclose(got, graphopt.interpret(exe.module, x, w)[0], rtol=1e-5, atol=1e-6)
+    assert sorted(copies) == ["copy_in", "copy_in", "copy_out"]
+    profile = exe.profile(x, w, repeat=3)
+    assert all(0 < row.seconds < 1e-2 for row in profile.steps)
+    assert "[device run 0]" in exe.report()
+
+
+@on_gpu
+def test_calls_from_another_thread_make_the_context_current():
+    from concurrent.futures import ThreadPoolExecutor
+
+    exe = graphopt.compile(graphopt.parse(CHAIN), backends=("cuda",), fallback="error")
+    x, w = np.ones((33, 65), np.float32), np.arange(65, dtype=np.float32)
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: exe(x, w)[0], range(4)))
+    for got in results:
+        np.testing.assert_allclose(got, graphopt.interpret(exe.module, x, w)[0], rtol=1e-5, atol=1e-6)
+
+
+@on_gpu
+def test_the_mnist_cnn_on_cuda_and_cpu_matches_the_interpreter():
+    """Convolutions and pools stay on cpu; values cross between the device runs and the host."""
+    module = graphopt.parse((Path(__file__).parent.parent / "examples" / "mnist_cnn.mlir").read_text())
+    exe = graphopt.compile(module, backends=("cuda", "cpu"), fallback="error")
+    assert {"cuda", "cpu"} <= {step.backend for step in exe.steps}
+    x = np.random.default_rng(2).standard_normal((1, 1, 28, 28)).astype(np.float32)
+    np.testing.assert_allclose(exe(x)[0], graphopt.interpret(module, x)[0], rtol=1e-4, atol=1e-5)
+
+
+@on_gpu
+def test_estimate_times_the_group_on_the_gpu():
+    module = graphopt.parse(KINDS["layer_norm"][0])
+    op = next(op for op in module.walk() if op.name == "graph.layer_norm")
+    assert 0 < CudaBackend().estimate(op) < 1e-3
+
+
+@on_gpu
+def test_graph_run_backend_cuda_check(tmp_path):
+    example = Path(__file__).parent.parent / "examples" / "mlp.mlir"
+    run = subprocess.run([sys.executable, "-m", "graphopt.tools.graph_run", str(example), "--backend", "cuda", "--check",
+                          "--report", "--profile"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "cuda  [device run" in run.stdout and run.stdout.rstrip().endswith("ok")
+
+
+@pytest.mark.skipif(NO_GPU is None, reason="a GPU is available")
+def test_graph_run_backend_cuda_without_a_gpu_is_one_clear_error():
+    example = Path(__file__).parent.parent / "examples" / "mlp.mlir"
+    run = subprocess.run([sys.executable, "-m", "graphopt.tools.graph_run", str(example), "--backend", "cuda"],
+                         capture_output=True, text=True)
+    assert run.returncode == 1
+    assert run.stderr.startswith("graph-run: error: backend \"cuda\" cannot run") and "Traceback" not in run.stderr
 
 
 def test_matmul_the_cpu_would_block_stays_one_nest_for_cuda():

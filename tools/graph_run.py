@@ -5,6 +5,7 @@
     graph-run model.mlir --inputs inputs.npz -o out.npz --entry main
     graph-run model.mlir --backend reference          # the interpreter instead of graphopt.compile
     graph-run model.mlir --check --report             # compiled vs interpreter, and where each step ran
+    graph-run model.mlir --backend cuda --check       # on the GPU (cpu for what cuda refuses) vs interpreter
     graph-run model.mlir --no-fallback                # an error if a step would run on the interpreter
     graph-run model.mlir --print-llvm                 # the LLVM IR compile JIT-compiled (as graph-opt -t llvm)
     graph-run model.mlir --profile                    # each step's median time, GFLOP/s and GB/s
@@ -51,6 +52,9 @@ SHOWN_VALUES = 6
 PROFILE_REPEAT = 10
 """`--profile`: timed runs of each step (and of the whole call) whose medians it prints."""
 
+COMPILED_BACKENDS = {"cpu": ("cpu",), "cuda": ("cuda", "cpu")}
+"""`--backend`: the backends graphopt.compile is given, in priority order."""
+
 CHECK_TOLERANCE = {"rtol": 1e-4, "atol": 1e-6}
 """`--check`: the contract's f32 tolerance for reductions and contractions, which graphs mix."""
 
@@ -71,7 +75,9 @@ def run_module(
     """Execute function `entry` of `module` on `inputs`: the one place that picks how to run it.
 
     `backend` "cpu" runs `executable` (a loaded one), else `graphopt.compile(module, fuse=fuse)`
-    (its report goes to `report`, and it is saved to `save`), "reference" the interpreter;
+    (its report goes to `report`, and it is saved to `save`); "cuda" compiles for the GPU first
+    and cpu for the groups cuda refuses (ONNX Runtime's CUDA provider with its CPU fallback);
+    "reference" runs the interpreter;
     `fallback` is compile's ("error": no step may run on the interpreter). The LLVM IR of the
     modules compile JIT-compiled goes to `llvm_ir`, the profile of the compiled module on
     `inputs` (`Executable.profile`) to `profile`.
@@ -79,7 +85,8 @@ def run_module(
     if backend == "reference":
         return graphopt.interpret(module, *inputs, entry=entry)
     if executable is None:
-        executable = graphopt.compile(module, backends=(backend,), fuse=fuse, entry=entry, fallback=fallback)
+        executable = graphopt.compile(module, backends=COMPILED_BACKENDS[backend], fuse=fuse, entry=entry,
+                                      fallback=fallback)
     if save is not None:
         executable.save(save)
     if report is not None:
@@ -184,14 +191,14 @@ def parse_arguments(args: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--inputs", nargs="+", metavar="FILE", help="one .npz, or one .npy per argument")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
     parser.add_argument("-o", "--output-file", help="save the results to this .npz")
-    how = parser.add_mutually_exclusive_group()
-    how.add_argument(
-        "--backend", choices=["cpu", "reference"], default="cpu",
-        help="cpu: graphopt.compile (default); reference: the interpreter",
+    parser.add_argument(
+        "--backend", choices=[*COMPILED_BACKENDS, "reference"], default="cpu",
+        help="cpu: graphopt.compile (default); cuda: on the GPU, cpu for the groups cuda refuses; "
+        "reference: the interpreter",
     )
-    how.add_argument(
+    parser.add_argument(
         "--check", action="store_true",
-        help="run with the cpu backend and the interpreter and compare every result "
+        help="run compiled (cpu, or --backend cuda) and on the interpreter and compare every result "
         f"(rtol {CHECK_TOLERANCE['rtol']:g}, atol {CHECK_TOLERANCE['atol']:g}); exit code 1 on a mismatch",
     )
     parser.add_argument("--no-fuse", action="store_true", help="compile one kernel per op")
@@ -211,15 +218,17 @@ def parse_arguments(args: Sequence[str] | None) -> argparse.Namespace:
         "instead of the results",
     )
     options = parser.parse_args(args)
+    if options.check and options.backend == "reference":
+        parser.error("--check compares a compiled module with the interpreter; it needs the cpu or cuda backend")
     if options.report and options.backend == "reference":
-        parser.error("--report describes a compiled module; it needs the cpu backend")
+        parser.error("--report describes a compiled module; it needs the cpu or cuda backend")
     if options.profile and options.backend == "reference":
-        parser.error("--profile times a compiled module; it needs the cpu backend")
+        parser.error("--profile times a compiled module; it needs the cpu or cuda backend")
     if options.no_fallback and options.backend == "reference":
-        parser.error("--no-fallback refuses the reference interpreter; it needs the cpu backend")
-    if options.print_llvm and (options.backend == "reference" or options.check):
+        parser.error("--no-fallback refuses the reference interpreter; it needs the cpu or cuda backend")
+    if options.print_llvm and (options.backend != "cpu" or options.check):
         parser.error("--print-llvm shows a compiled module; it needs the cpu backend, without --check")
-    if options.save and (options.backend == "reference" or options.check):
+    if options.save and (options.backend != "cpu" or options.check):
         parser.error("--save saves a compiled module; it needs the cpu backend, without --check")
     return options
 

@@ -7,16 +7,18 @@ the optional `cuda-bindings` package (`pip install "graphopt[cuda]"`).
     (kernel,) = backend.compile([group], threads=1)   # GraphoptError without driver/GPU/cuda-bindings
     kernel([x, w], [out])                    # host arrays: copied in, launched, copied out
 
-A kernel keeps its device buffers between calls. Intermediate results go back to the host
-after each kernel (the runtime owns host buffers). `estimate` times the group with CUDA events
+In an Executable, consecutive cuda steps are one device run (graphopt/runtime/device_run.py):
+inputs copied in once, kernels launched on one stream, results copied out once; values made and
+used inside the run stay on the GPU. `estimate` times the group with CUDA events
 when a GPU is there, and otherwise from bytes and flops at H100-like rates.
 """
 
 from __future__ import annotations
 
+import ctypes
 import statistics
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -52,7 +54,8 @@ def _unavailable(reason: str) -> CudaUnavailable:
 
 
 class Device:
-    """One GPU's primary context, through `cuda.bindings.driver`; raises CudaUnavailable where there is none."""
+    """One GPU's primary context, through `cuda.bindings.driver`; raises CudaUnavailable where
+    there is none. It is the `Device` a device run uses (graphopt/runtime/device_run.py)."""
 
     def __init__(self, ordinal: int = 0):
         try:
@@ -71,8 +74,9 @@ class Device:
         major = self.check(driver.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, self.device))
         minor = self.check(driver.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, self.device))
         self.arch = f"sm_{major}{minor}"
+        self.name = self.check(driver.cuDeviceGetName(256, self.device)).split(b"\0")[0].decode()
         self.context = self.check(driver.cuDevicePrimaryCtxRetain(self.device))
-        self.check(driver.cuCtxSetCurrent(self.context))
+        self.activate()
 
     def check(self, result: tuple):
         """The values of a driver call's `(error, *values)` result; raises GraphoptError on an error."""
@@ -82,25 +86,62 @@ class Device:
             raise GraphoptError(f"CUDA driver error {name.decode() if isinstance(name, bytes) else name}")
         return values[0] if len(values) == 1 else tuple(values) or None
 
-    def allocate(self, nbytes: int):
-        return self.check(self.driver.cuMemAlloc(max(nbytes, 1)))
+    def activate(self) -> None:
+        """Make the context current on the calling thread (a thread starts with none)."""
+        self.check(self.driver.cuCtxSetCurrent(self.context))
 
-    def free(self, pointers: Sequence) -> None:
+    def allocate(self, nbytes: int) -> int:
+        return int(self.check(self.driver.cuMemAlloc(max(nbytes, 1))))
+
+    def free(self, pointers: Sequence[int]) -> None:
         for pointer in pointers:
             self.driver.cuMemFree(pointer)
 
-    def to_device(self, pointer, array: np.ndarray) -> None:
-        self.check(self.driver.cuMemcpyHtoD(pointer, np.ascontiguousarray(array), array.nbytes))
+    def stream(self):
+        return self.check(self.driver.cuStreamCreate(int(self.driver.CUstream_flags.CU_STREAM_NON_BLOCKING)))
 
-    def to_host(self, array: np.ndarray, pointer) -> None:
-        self.check(self.driver.cuMemcpyDtoH(array, pointer, array.nbytes))
+    def copy_in(self, pointer: int, array: np.ndarray, stream=0) -> None:
+        if array.nbytes:
+            self.check(self.driver.cuMemcpyHtoDAsync(pointer, np.ascontiguousarray(array).ctypes.data, array.nbytes, stream))
+
+    def copy_out(self, array: np.ndarray, pointer: int, stream=0) -> None:
+        if array.nbytes:
+            self.check(self.driver.cuMemcpyDtoHAsync(array.ctypes.data, pointer, array.nbytes, stream))
+
+    def synchronize(self, stream=0) -> None:
+        self.check(self.driver.cuStreamSynchronize(stream))
+
+    def event(self):
+        return self.check(self.driver.cuEventCreate(int(self.driver.CUevent_flags.CU_EVENT_DEFAULT)))
+
+    def record(self, event, stream=0) -> None:
+        self.check(self.driver.cuEventRecord(event, stream))
+
+    def seconds_between(self, start, end) -> float:
+        self.check(self.driver.cuEventSynchronize(end))
+        return self.check(self.driver.cuEventElapsedTime(start, end)) / 1e3
 
     def load(self, ptx_text: str):
         return self.check(self.driver.cuModuleLoadData(ptx_text.encode() + b"\0"))
 
 
+class LaunchArguments:
+    """Device pointers as the `void **kernelParams` that cuLaunchKernel reads: an array of
+    pointers, each to one argument's value (both arrays live as long as this object)."""
+
+    def __init__(self, pointers: Sequence[int]):
+        self.values = (ctypes.c_void_p * len(pointers))(*pointers)
+        first, size = ctypes.addressof(self.values), ctypes.sizeof(ctypes.c_void_p)
+        self.slots = (ctypes.c_void_p * len(pointers))(*(first + i * size for i in range(len(pointers))))
+        self.address = ctypes.addressof(self.slots)
+
+
 class DeviceKernel:
-    """A loaded kernel with its launch configuration, device buffers and constant arguments."""
+    """A loaded kernel with its launch configuration and its constant arguments on the device.
+
+    In an Executable it runs in a device run (`bind`: the run's buffers); called on host arrays
+    (`kernel(inputs, outputs)`, as measurement does) it copies them in and out of buffers of its own.
+    """
 
     def __init__(self, device: Device, module, kernel: CudaKernel):
         self.device = device
@@ -108,45 +149,71 @@ class DeviceKernel:
         self.function = device.check(device.driver.cuModuleGetFunction(module, kernel.name.encode()))
         self.grid, self.block = kernel.grid, kernel.block
         arg_types = kernel.function.function_type.inputs.data
-        self.buffers = [
-            device.allocate(int(np.prod(t.get_shape())) * numpy_dtype(t.get_element_type()).itemsize) for t in arg_types
-        ]
-        weakref.finalize(self, device.free, list(self.buffers))
         attrs = kernel.function.arg_attrs.data if kernel.function.arg_attrs else [None] * len(arg_types)
-        self.constants = {
+        constants = {
             position: dense_to_numpy(a.data[CONSTANT_ARG_ATTR])
             for position, a in enumerate(attrs)
             if a is not None and CONSTANT_ARG_ATTR in a.data
         }
-        for position, value in self.constants.items():
-            device.to_device(self.buffers[position], value)
+        self.constant_pointers = {position: device.allocate(value.nbytes) for position, value in constants.items()}
+        weakref.finalize(self, device.free, list(self.constant_pointers.values()))
+        for position, value in constants.items():
+            device.copy_in(self.constant_pointers[position], value)
+        device.synchronize()
+        self.arity = len(arg_types) - len(constants)
+        """The group's inputs and outputs: the buffers `bind` takes."""
+        self.sizes = [int(np.prod(t.get_shape())) * numpy_dtype(t.get_element_type()).itemsize
+                      for position, t in enumerate(arg_types) if position not in constants]
+        self._own: tuple[list[int], Callable] | None = None
 
-    def launch(self) -> None:
-        params = (tuple(self.buffers), (None,) * len(self.buffers))
-        self.device.check(self.device.driver.cuLaunchKernel(self.function, *self.grid, *self.block, 0, 0, params, 0))
+    def bind(self, pointers: Sequence[int]) -> Callable[[object], None]:
+        """The launch on `pointers` (the group's inputs, then its outputs): called with a stream,
+        it enqueues the kernel there."""
+        if len(pointers) != self.arity:
+            raise GraphoptError(f"kernel takes {self.arity} buffers, got {len(pointers)}")
+        given = iter(pointers)
+        arguments = LaunchArguments([self.constant_pointers.get(position) or next(given)
+                                     for position in range(self.arity + len(self.constant_pointers))])
+        driver, check, function, grid, block = self.device.driver, self.device.check, self.function, self.grid, self.block
+
+        def launch(stream) -> None:
+            check(driver.cuLaunchKernel(function, *grid, *block, 0, stream, arguments.address, 0))
+
+        return launch
+
+    def _own_buffers(self) -> tuple[list[int], Callable[[object], None]]:
+        """Buffers of the kernel's own for calls on host arrays, allocated on the first."""
+        if self._own is None:
+            pointers = [self.device.allocate(size) for size in self.sizes]
+            weakref.finalize(self, self.device.free, pointers)
+            self._own = pointers, self.bind(pointers)
+        return self._own
 
     def __call__(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> None:
-        out_start = len(self.buffers) - len(outputs)
-        for pointer, array in zip(self.buffers, inputs):
-            self.device.to_device(pointer, array)
-        self.launch()
-        for pointer, array in zip(self.buffers[out_start:], outputs):
-            self.device.to_host(array, pointer)
+        pointers, launch = self._own_buffers()
+        self.device.activate()
+        for pointer, array in zip(pointers, inputs):
+            self.device.copy_in(pointer, array)
+        launch(0)
+        for pointer, array in zip(pointers[len(inputs):], outputs):
+            self.device.copy_out(array, pointer)
+        self.device.synchronize()
 
     def seconds(self, inputs: Sequence[np.ndarray]) -> float:
         """Median time of one launch on the GPU, by CUDA events (inputs copied in once)."""
-        driver, check = self.device.driver, self.device.check
-        for pointer, array in zip(self.buffers, inputs):
-            self.device.to_device(pointer, array)
-        start, end = check(driver.cuEventCreate(0)), check(driver.cuEventCreate(0))
-        self.launch()
+        pointers, launch = self._own_buffers()
+        device = self.device
+        device.activate()
+        for pointer, array in zip(pointers, inputs):
+            device.copy_in(pointer, array)
+        start, end = device.event(), device.event()
+        launch(0)
         times = []
         for _ in range(TIMING_REPEATS):
-            check(driver.cuEventRecord(start, 0))
-            self.launch()
-            check(driver.cuEventRecord(end, 0))
-            check(driver.cuEventSynchronize(end))
-            times.append(check(driver.cuEventElapsedTime(start, end)) / 1e3)
+            device.record(start)
+            launch(0)
+            device.record(end)
+            times.append(device.seconds_between(start, end))
         return statistics.median(times)
 
 

@@ -12,7 +12,10 @@ materialized once. Intermediate buffers are planned once (a buffer is reused onc
 reading its value has run) and allocated once per calling thread, so calls from several threads
 are safe. Consecutive steps whose kernels are native functions (`NativeEntry`) run as one
 generated native function that calls them in turn, reading array addresses from the calling
-thread's table: a whole cpu-only module is one call from Python.
+thread's table: a whole cpu-only module is one call from Python. Consecutive steps whose
+kernels run on one device (`DeviceKernel`, the cuda backend's) are one device run
+(`runtime/device_run.py`): inputs copied in once, every kernel launched on one stream, only
+what is read after the run copied out; its other values never leave the device.
 """
 
 from __future__ import annotations
@@ -33,10 +36,12 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 
 from graphopt.dialects import graph
-from graphopt.dialects.attributes import dense_to_numpy, numpy_dtype
+from graphopt.dialects.attributes import dense_to_numpy
 from graphopt.errors import GraphoptError
 from graphopt.interpreter import check_arguments
 from graphopt.runtime.arrays import ALIGNMENT, aligned_array, aligned_empty
+from graphopt.runtime.buffer_plan import plan_buffers, value_dtype, value_nbytes
+from graphopt.runtime.device_run import Device, DeviceRun
 from graphopt.runtime.jit import CallSequence, NativeCall
 from graphopt.runtime.profile import Profile, StepProfile
 from graphopt.runtime.saved import SavedKernels, write_saved
@@ -73,6 +78,8 @@ class Step:
     kernel: Kernel | None = None
     native_run: int | None = None
     """The run (index in `Executable.runs`) that calls this step's kernel from native code."""
+    device_run: int | None = None
+    """The run (index in `Executable.runs`) that launches this step's kernel on its device."""
     flops: int = 0
     """Floating-point operations the step computes, as compile counts them (`profile` reads it)."""
     bytes_moved: int = 0
@@ -115,56 +122,42 @@ class Executable:
             for op in function.body.block.ops if isinstance(op, graph.ConstantOp)
         }
         self.results = list(function.body.block.last_op.operands)
-        self._plan_buffers()
         self._plan_runs()
-        self.argument_types = [(tuple(a.type.get_shape()), _dtype(a)) for a in self.function.body.block.args]
+        self.argument_types = [(tuple(a.type.get_shape()), value_dtype(a)) for a in self.function.body.block.args]
         self.argument_slots = [self.slots[a] for a in self.function.body.block.args]
-        self.result_types = [(tuple(v.type.get_shape()), _dtype(v)) for v in self.results]
+        self.result_types = [(tuple(v.type.get_shape()), value_dtype(v)) for v in self.results]
         produced = {v for step in self.steps for v in step.outputs}
         self.result_slots = [
             self.slots[v] if v in produced and self.results.index(v) == i else None for i, v in enumerate(self.results)
         ]
         self._frames = threading.local()
-        self._step_runs: list[Callable[[Frame], None]] | None = None
+        self._step_runs: list[Callable[[Frame], None] | None] | None = None
 
     # -- planning ------------------------------------------------------------------------
 
-    def _plan_buffers(self) -> None:
-        """Give every intermediate value a reusable byte buffer (by liveness): `buffer_of`."""
-        last_use: dict[SSAValue, int] = {}
-        for index, step in enumerate(self.steps):
-            for value in step.inputs:
-                last_use[value] = index
-        returned = set(self.results)
-        free: list[int] = []
-        self.buffer_sizes: list[int] = []
-        self.buffer_of: dict[SSAValue, int] = {}
-        for index, step in enumerate(self.steps):
-            for value in step.outputs:
-                if value in returned:
-                    continue
-                size = _nbytes(value)
-                fitting = [b for b in free if self.buffer_sizes[b] >= size]
-                if fitting:
-                    buffer = min(fitting, key=self.buffer_sizes.__getitem__)
-                    free.remove(buffer)
-                else:
-                    buffer = len(self.buffer_sizes)
-                    self.buffer_sizes.append(size)
-                self.buffer_of[value] = buffer
-            for value in step.inputs:
-                if last_use.get(value) == index and value in self.buffer_of and value not in step.outputs:
-                    free.append(self.buffer_of[value])
-
     def _plan_runs(self) -> None:
-        """Give every value a slot in a per-thread frame, and make the steps into runs: each
-        maximal sequence of native kernels is one native call, every other step one Python call."""
+        """Make the steps into runs, give every value a slot in a per-thread frame, and plan the
+        host buffers: each maximal sequence of native kernels is one native call, each maximal
+        sequence of kernels on one device one device run (its values stay there unless read
+        after it), every other step one Python call."""
         values = [*self.function.body.block.args, *self.constants, *(v for step in self.steps for v in step.outputs)]
         self.slots = {value: slot for slot, value in enumerate(dict.fromkeys(values))}
+        sequences, start = [], 0
+        for _, group in itertools.groupby(self.steps, key=_run_kind):
+            steps = list(group)
+            read_after = {v for step in self.steps[start + len(steps):] for v in step.inputs} | set(self.results)
+            sequences.append((steps, read_after))
+            start += len(steps)
+        on_device = {v for steps, read_after in sequences if _device(steps[0]) is not None
+                     for step in steps for v in step.outputs if v not in read_after}
+        plan = plan_buffers(self.steps, unplanned=set(self.results) | on_device)
+        self.buffer_sizes, self.buffer_of = plan.sizes, plan.buffer_of
         self.runs: list[Callable[[Frame], None]] = []
-        for native, steps in itertools.groupby(self.steps, key=lambda step: _native(step) is not None):
-            if native:
-                self.runs.append(self._native_run(list(steps)))
+        for steps, read_after in sequences:
+            if _native(steps[0]) is not None:
+                self.runs.append(self._native_run(steps))
+            elif _device(steps[0]) is not None:
+                self.runs.append(self._device_run(steps, read_after))
             else:
                 self.runs += [self._python_run(step) for step in steps]
 
@@ -173,6 +166,13 @@ class Executable:
         for step in steps:
             step.native_run = len(self.runs)
         return self._call_sequence(steps)
+
+    def _device_run(self, steps: list[Step], read_after: set[SSAValue]) -> DeviceRun:
+        """The next run: the steps' kernels launched on their device, their values kept there
+        unless in `read_after`."""
+        for step in steps:
+            step.device_run = len(self.runs)
+        return DeviceRun(steps, _device(steps[0]), self.slots, set(self.constants), read_after)
 
     def _call_sequence(self, steps: list[Step]) -> Callable[[Frame], None]:
         """One generated native function calling the steps' kernels with addresses from the frame."""
@@ -211,20 +211,28 @@ class Executable:
         return results
 
     def profile(self, *arrays, repeat: int = 10) -> Profile:
-        """Each step's median time on `arrays`, every step run alone (one native call, or one
-        Python call) in plan order, `repeat` times after one untimed call, with the median time of
-        `repeat` whole calls; printing the result gives one row per step (`runtime/profile.py`)."""
+        """Each step's median time on `arrays`, with the median time of `repeat` whole calls;
+        printing the result gives one row per step (`runtime/profile.py`). A host step runs alone
+        (one native call, or one Python call) in plan order, `repeat` times after one untimed
+        call; a step of a device run is timed on the device, by events around its launch, over
+        `repeat` launches of its run with the inputs already there (no copies)."""
         if repeat < 1:
             raise GraphoptError(f"profile needs repeat of at least 1, got {repeat}")
         self(*arrays)  # binds the arguments, constants and buffers of this thread's frame
         frame = self._frame()
-        runs = self._single_step_runs()
-        times: list[list[float]] = [[] for _ in runs]
+        times: list[list[float]] = [[] for _ in self.steps]
+        host_runs = self._single_step_runs()
         for _ in range(repeat):
-            for run, samples in zip(runs, times):
-                start = time.perf_counter()
-                run(frame)
-                samples.append(time.perf_counter() - start)
+            for run, samples in zip(host_runs, times):
+                if run is not None:
+                    start = time.perf_counter()
+                    run(frame)
+                    samples.append(time.perf_counter() - start)
+        for run in self.runs:
+            if isinstance(run, DeviceRun):
+                first = next(index for index, step in enumerate(self.steps) if step is run.steps[0])
+                for samples, seconds in zip(times[first:], run.step_seconds(frame, repeat)):
+                    samples.append(seconds)
         calls = []
         for _ in range(repeat):
             start = time.perf_counter()
@@ -238,12 +246,14 @@ class Executable:
         )
         return Profile(rows, statistics.median(calls), repeat)
 
-    def _single_step_runs(self) -> list[Callable[[Frame], None]]:
-        """One run per step, made on the first profile: a native step as a call sequence of its
-        one call, any other as its Python call."""
+    def _single_step_runs(self) -> list[Callable[[Frame], None] | None]:
+        """One run per host step, made on the first profile: a native step as a call sequence of
+        its one call, any other as its Python call; None for a step of a device run."""
         if self._step_runs is None:
             self._step_runs = [
-                self._call_sequence([step]) if _native(step) is not None else self._python_run(step)
+                None if step.device_run is not None
+                else self._call_sequence([step]) if _native(step) is not None
+                else self._python_run(step)
                 for step in self.steps
             ]
         return self._step_runs
@@ -281,7 +291,7 @@ class Executable:
                 frame.bind(self.slots[value], array)
             buffers = [aligned_empty(size, np.uint8, alignment=64) for size in self.buffer_sizes]
             for value, buffer in self.buffer_of.items():
-                view = buffers[buffer][: _nbytes(value)].view(_dtype(value)).reshape(value.type.get_shape())
+                view = buffers[buffer][: value_nbytes(value)].view(value_dtype(value)).reshape(value.type.get_shape())
                 frame.bind(self.slots[value], view)
         return frame
 
@@ -313,7 +323,8 @@ class Executable:
         step not on the first backend asked for, why."""
         lines = []
         for step, placed in zip(self.steps, self.placement()):
-            run = f"  [native run {step.native_run}]" if step.native_run is not None else ""
+            run = (f"  [native run {step.native_run}]" if step.native_run is not None
+                   else f"  [device run {step.device_run}]" if step.device_run is not None else "")
             why = f"  ({placed.reason})" if placed.reason else ""
             lines.append(f"{placed.step:<40} {placed.backend}{run}{why}")
         return "\n".join(lines)
@@ -350,6 +361,20 @@ def _native(step: Step) -> NativeEntry | None:
     return getattr(step.kernel, "native", None)
 
 
+def _device(step: Step) -> Device | None:
+    """The device the step's kernel runs on, when its backend's kernels run on one (`DeviceKernel`)."""
+    return getattr(step.kernel, "device", None)
+
+
+def _run_kind(step: Step) -> object:
+    """Steps of one kind in a row make one run: native ones, ones on the same device; each other
+    step is its own (a Python call)."""
+    if _native(step) is not None:
+        return "native"
+    device = _device(step)
+    return device if device is not None else step
+
+
 def op_kinds(group: Operation) -> tuple[str, ...]:
     """The kinds of graph ops a step's group computes, each once, in order, without `graph.`."""
     ops = group.body.block.ops if isinstance(group, graph.FusedOp) else [group]
@@ -357,9 +382,3 @@ def op_kinds(group: Operation) -> tuple[str, ...]:
     return tuple(dict.fromkeys(kinds))
 
 
-def _dtype(value: SSAValue) -> np.dtype:
-    return numpy_dtype(value.type.get_element_type())
-
-
-def _nbytes(value: SSAValue) -> int:
-    return int(np.prod(value.type.get_shape(), dtype=np.int64)) * _dtype(value).itemsize

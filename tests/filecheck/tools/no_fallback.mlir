@@ -13,7 +13,7 @@
 // REPORT:     cast_0 {{ *}} reference  (cpu: kernels cannot take or return f16)
 // REPORT:     result_0: shape (4,) float32
 
-// USAGE:      --no-fallback refuses the reference interpreter; it needs the cpu backend
+// USAGE:      --no-fallback refuses the reference interpreter; it needs the cpu or cuda backend
 func.func @main(%x: tensor<4xf16>) -> tensor<4xf32> {
   %0 = graph.cast %x : (tensor<4xf16>) -> tensor<4xf32>
   %1 = graph.relu %0 : tensor<4xf32>
