@@ -1,6 +1,6 @@
 """Consecutive steps on one device (a GPU) as one run of the Executable, their buffers on the device.
 
-    run = DeviceRun(steps, device, slots, constants, read_after)   # the Executable makes it
+    run = DeviceRun(steps, device, slots, constants, exports)   # the Executable makes it
     run(frame)          # copy in, launch every kernel on one stream, copy out, wait once
 
 A run copies in, once per call, each value it reads that none of its steps produces (arguments,
@@ -73,15 +73,15 @@ class DeviceRun:
     """Steps whose kernels run on one device, run as one: see the module's docstring."""
 
     def __init__(self, steps: Sequence[DeviceStep], device: Device, slots: Mapping[SSAValue, int],
-                 constants: Set[SSAValue], read_after: Set[SSAValue]):
+                 constants: Set[SSAValue], exports: Sequence[SSAValue]):
         """`slots`: each value's slot in the Executable's frames; `constants`: values that are
-        the same on every call; `read_after`: values read after the run or returned."""
+        the same on every call; `exports`: the values the steps make that are read after the
+        run or returned (copied out)."""
         self.steps = list(steps)
         self.device = device
         device.activate()
         produced = {v for step in steps for v in step.outputs}
         imports = list(dict.fromkeys(v for step in steps for v in step.inputs if v not in produced))
-        exports = [v for step in steps for v in step.outputs if v in read_after]
         plan = plan_buffers(steps, unplanned=set(exports))
         own = {value: device.allocate(value_nbytes(value)) for value in [*imports, *exports]}
         planned = [device.allocate(size) for size in plan.sizes]
@@ -91,8 +91,6 @@ class DeviceRun:
         self.constant_copies = [(slots[v], pointer_of[v]) for v in imports if v in constants]
         self.copies_in = [(slots[v], pointer_of[v]) for v in imports if v not in constants]
         self.copies_out = [(slots[v], pointer_of[v]) for v in exports]
-        self.device_bytes = sum(plan.sizes) + sum(value_nbytes(v) for v in [*imports, *exports])
-        """Device memory the run holds."""
         self._stream = device.stream()
         self._marks = [device.event() for _ in range(len(self.launches) + 1)]
         self._constants_copied = False

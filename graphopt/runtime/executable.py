@@ -142,22 +142,23 @@ class Executable:
         after it), every other step one Python call."""
         values = [*self.function.body.block.args, *self.constants, *(v for step in self.steps for v in step.outputs)]
         self.slots = {value: slot for slot, value in enumerate(dict.fromkeys(values))}
-        sequences, start = [], 0
-        for _, group in itertools.groupby(self.steps, key=_run_kind):
-            steps = list(group)
-            read_after = {v for step in self.steps[start + len(steps):] for v in step.inputs} | set(self.results)
-            sequences.append((steps, read_after))
-            start += len(steps)
-        on_device = {v for steps, read_after in sequences if _device(steps[0]) is not None
-                     for step in steps for v in step.outputs if v not in read_after}
-        plan = plan_buffers(self.steps, unplanned=set(self.results) | on_device)
+        sequences = [list(steps) for _, steps in itertools.groupby(self.steps, key=_run_kind)]
+        last_read = {value: index for index, step in enumerate(self.steps) for value in step.inputs}
+        returned, exports, end = set(self.results), [], 0
+        for steps in sequences:  # what each device run copies out: values read after it, or returned
+            end += len(steps)
+            outputs = [value for step in steps for value in step.outputs] if _device(steps[0]) is not None else []
+            exports.append([value for value in outputs if value in returned or last_read.get(value, -1) >= end])
+        on_device = {value for steps, exported in zip(sequences, exports) if _device(steps[0]) is not None
+                     for step in steps for value in step.outputs if value not in exported}
+        plan = plan_buffers(self.steps, unplanned=returned | on_device)
         self.buffer_sizes, self.buffer_of = plan.sizes, plan.buffer_of
         self.runs: list[Callable[[Frame], None]] = []
-        for steps, read_after in sequences:
+        for steps, exported in zip(sequences, exports):
             if _native(steps[0]) is not None:
                 self.runs.append(self._native_run(steps))
             elif _device(steps[0]) is not None:
-                self.runs.append(self._device_run(steps, read_after))
+                self.runs.append(self._device_run(steps, exported))
             else:
                 self.runs += [self._python_run(step) for step in steps]
 
@@ -167,12 +168,12 @@ class Executable:
             step.native_run = len(self.runs)
         return self._call_sequence(steps)
 
-    def _device_run(self, steps: list[Step], read_after: set[SSAValue]) -> DeviceRun:
+    def _device_run(self, steps: list[Step], exports: list[SSAValue]) -> DeviceRun:
         """The next run: the steps' kernels launched on their device, their values kept there
-        unless in `read_after`."""
+        but the `exports`."""
         for step in steps:
             step.device_run = len(self.runs)
-        return DeviceRun(steps, _device(steps[0]), self.slots, set(self.constants), read_after)
+        return DeviceRun(steps, _device(steps[0]), self.slots, set(self.constants), exports)
 
     def _call_sequence(self, steps: list[Step]) -> Callable[[Frame], None]:
         """One generated native function calling the steps' kernels with addresses from the frame."""
