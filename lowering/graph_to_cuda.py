@@ -331,10 +331,10 @@ def _row_shape(generics: list[GenericOp]) -> RowShape:
         if "reduction" in iterators:
             kept = iterators.index("reduction")
             if any(kind != "reduction" for kind in iterators[kept:]):
-                raise Unsupported("cuda: a reduction over leading or interleaved axes (convolution, pooling, reduce over leading axes); only trailing axes map to rows")
+                raise Unsupported("a reduction over leading or interleaved axes (convolution, pooling, reduce over leading axes); only trailing axes map to rows")
             shapes.add(RowShape(tuple(generic.get_static_loop_ranges()), kept))
     if len(shapes) != 1:
-        raise Unsupported("cuda: the reductions of the group do not share their rows")
+        raise Unsupported("the reductions of the group do not share their rows")
     return shapes.pop()
 
 
@@ -370,7 +370,7 @@ class RowKernel(GenericMapper):
         elif bounds == self.shape.bounds:
             self.reduce(code, generic)
         else:
-            raise Unsupported(f"cuda: a loop over {list(bounds)} does not fit rows of {list(self.shape.bounds)}")
+            raise Unsupported(f"a loop over {list(bounds)} does not fit rows of {list(self.shape.bounds)}")
 
     def over_row(self, code: DeviceCode, inits: Sequence[SSAValue], body) -> list[SSAValue]:
         """The row's elements strided over the block's threads; `body(code, dims, carried)`."""
@@ -388,10 +388,10 @@ class RowKernel(GenericMapper):
         combine = result.owner
         reduction = COMBINED_REDUCTIONS.get(type(combine))
         if reduction is None or out_arg not in combine.operands:
-            raise Unsupported("cuda: the reduction does not combine with add, max or min")
+            raise Unsupported("the reduction does not combine with add, max or min")
         element = out_arg.type
         if not (isinstance(element, Float32Type) or element == i32):
-            raise Unsupported(f"cuda: warp shuffles reduce f32 and i32, not {element}")
+            raise Unsupported(f"warp shuffles reduce f32 and i32, not {element}")
 
         def fold(inner: DeviceCode, a: SSAValue, b: SSAValue) -> SSAValue:
             return inner.emit(combine.clone(value_mapper={combine.operands[0]: a, combine.operands[1]: b}))
@@ -467,7 +467,7 @@ class MatmulKernel(GenericMapper):
                 element = self.batch_dims + [self.row, self.column]
                 code.when(self.inside, lambda inner, generic=generic: self.store_results(inner, generic, element))
             else:
-                raise Unsupported("cuda: a matmul group may only add elementwise work on the matmul's result")
+                raise Unsupported("a matmul group may only add elementwise work on the matmul's result")
 
     def kernel(self) -> CudaKernel:
         grid = (-(-self.n // TILE), -(-self.m // TILE), math.prod(self.batch))
@@ -533,7 +533,7 @@ def _check_math(function: func.FuncOp) -> None:
             continue
         only_f32 = GPU_MATH.get(type(op))
         if only_f32 is None or (only_f32 and not isinstance(op.results[0].type, Float32Type)):
-            raise Unsupported(f"cuda: {op.name} on {op.results[0].type} needs libdevice, which is not linked")
+            raise Unsupported(f"{op.name} on {op.results[0].type} needs libdevice, which is not linked")
 
 
 def lower_group_to_cuda(op: Operation, name: str | None = None) -> CudaKernel:
@@ -542,7 +542,7 @@ def lower_group_to_cuda(op: Operation, name: str | None = None) -> CudaKernel:
         raise Unsupported("a fallback group is not compiled as one kernel")
     members = list(op.body.block.ops) if isinstance(op, graph.FusedOp) else [op]
     if any(isinstance(member, (graph.Conv2dOp, graph.Pool2dOp)) for member in members):
-        raise Unsupported("cuda: convolution and pooling are not lowered to CUDA yet")
+        raise Unsupported("convolution and pooling are not lowered to CUDA yet")
     function = generalized(lower_group(op, name, SCHEDULES["plain"]))
     _check_math(function)
     del function.attributes[LINALG_KERNEL_ATTR]
@@ -553,19 +553,19 @@ def lower_group_to_cuda(op: Operation, name: str | None = None) -> CudaKernel:
     contractions = [g for g in generics if _contraction(g)]
     if contractions:
         if temporaries or len(contractions) > 1:
-            raise Unsupported("cuda: a contraction with temporaries (convolution, pooling) is not supported")
+            raise Unsupported("a contraction with temporaries (convolution, pooling) is not supported")
         kernel = MatmulKernel(function, generics, contractions[0]).kernel()
     elif any("reduction" in _iterators(g) for g in generics):
         shape = _row_shape(generics)
         if any(tuple(alloc.memref.type.get_shape()) != shape.rows for alloc in temporaries):
-            raise Unsupported("cuda: the group needs a temporary that is not a row statistic")
+            raise Unsupported("the group needs a temporary that is not a row statistic")
         kernel = RowKernel(function, generics, shape, {alloc.memref for alloc in temporaries}).kernel()
         for alloc in temporaries:
             shared = cuda.SharedAllocOp(alloc.memref.type.get_element_type(), [1] * shape.kept)
             Builder(InsertPoint.before(alloc)).insert(shared)
             alloc.memref.replace_all_uses_with(shared.memref)
     elif temporaries:
-        raise Unsupported("cuda: the group needs a temporary buffer (a gather of computed data)")
+        raise Unsupported("the group needs a temporary buffer (a gather of computed data)")
     else:
         kernel = _map_elementwise(function, generics)
     for old in [*(o for o in body if isinstance(o, memref.DeallocOp)), *generics, *temporaries]:
