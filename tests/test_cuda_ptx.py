@@ -14,6 +14,7 @@ from xdsl.context import Context
 import graphopt
 from graphopt.backends import get_backend
 from graphopt.backends.cuda import CudaBackend, CudaUnavailable, Device
+from graphopt.backends.measure import random_arrays
 from graphopt.dialects.attributes import numpy_dtype
 from graphopt.errors import GraphoptError
 from graphopt.lowering.graph_to_cuda import ConvertGraphToCudaPass, lower_group_to_cuda, supports
@@ -290,14 +291,21 @@ def test_calls_from_another_thread_make_the_context_current():
         np.testing.assert_allclose(got, graphopt.interpret(exe.module, x, w)[0], rtol=1e-5, atol=1e-6)
 
 
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
 @on_gpu
-def test_the_mnist_cnn_on_cuda_and_cpu_matches_the_interpreter():
-    """Convolutions and pools stay on cpu; values cross between the device runs and the host."""
-    module = graphopt.parse((Path(__file__).parent.parent / "examples" / "mnist_cnn.mlir").read_text())
+@pytest.mark.parametrize("example", ["mlp", "mnist_cnn", "transformer_block"])
+def test_the_examples_on_cuda_and_cpu_match_the_interpreter(example):
+    """What cuda refuses (convolutions, pools) runs on cpu; values cross between the device runs
+    and the host."""
+    module = graphopt.parse((EXAMPLES / f"{example}.mlir").read_text())
     exe = graphopt.compile(module, backends=("cuda", "cpu"), fallback="error")
-    assert {"cuda", "cpu"} <= {step.backend for step in exe.steps}
-    x = np.random.default_rng(2).standard_normal((1, 1, 28, 28)).astype(np.float32)
-    np.testing.assert_allclose(exe(x)[0], graphopt.interpret(module, x)[0], rtol=1e-4, atol=1e-5)
+    assert "cuda" in {step.backend for step in exe.steps}
+    main_function = next(op for op in module.walk() if op.name == "func.func")
+    arrays = random_arrays([arg.type for arg in main_function.args], seed=2)
+    for got, want in zip(exe(*arrays), graphopt.interpret(module, *arrays), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
 @on_gpu
@@ -309,8 +317,7 @@ def test_estimate_times_the_group_on_the_gpu():
 
 @on_gpu
 def test_graph_run_backend_cuda_check(tmp_path):
-    example = Path(__file__).parent.parent / "examples" / "mlp.mlir"
-    run = subprocess.run([sys.executable, "-m", "graphopt.tools.graph_run", str(example), "--backend", "cuda", "--check",
+    run = subprocess.run([sys.executable, "-m", "graphopt.tools.graph_run", str(EXAMPLES / "mlp.mlir"), "--backend", "cuda", "--check",
                           "--report", "--profile"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "cuda  [device run" in run.stdout and run.stdout.rstrip().endswith("ok")
@@ -318,8 +325,7 @@ def test_graph_run_backend_cuda_check(tmp_path):
 
 @pytest.mark.skipif(NO_GPU is None, reason="a GPU is available")
 def test_graph_run_backend_cuda_without_a_gpu_is_one_clear_error():
-    example = Path(__file__).parent.parent / "examples" / "mlp.mlir"
-    run = subprocess.run([sys.executable, "-m", "graphopt.tools.graph_run", str(example), "--backend", "cuda"],
+    run = subprocess.run([sys.executable, "-m", "graphopt.tools.graph_run", str(EXAMPLES / "mlp.mlir"), "--backend", "cuda"],
                          capture_output=True, text=True)
     assert run.returncode == 1
     assert run.stderr.startswith("graph-run: error: backend \"cuda\" cannot run") and "Traceback" not in run.stderr
