@@ -13,12 +13,13 @@ events with its inputs on the device too.
   device-to-device copy of the same bytes (cuMemcpyDtoDAsync of 2 * 2^26 * 4 bytes: as many
   bytes read and written in all); the goal is 80% of the copy's bandwidth;
 - softmax and layer_norm at 4096x1024 and 16384x4096;
-- the GELU MLP block 128x768x3072 (end_to_end.py's: layer_norm(gelu(x@W1+b1)@W2+b2+x));
+- the GELU MLP block's two matmuls alone, gelu(x@W1+b1) at 128x768x3072 and x@W2+b2 at
+  128x3072x768, and the block 128x768x3072 (end_to_end.py's: layer_norm(gelu(x@W1+b1)@W2+b2+x));
 - the MNIST CNN (examples/mnist_cnn.mlir, batch 1) with backends=("cuda", "cpu"): the cost
   search (`search="cost", measure=True`) and greedy cuda-first placement, where each step
   lands and each whole call's wall time (copies in and out included) against cpu alone.
 
---quick: the smaller softmax and layer_norm only, and 5 timed runs.
+--quick: the smaller softmax and layer_norm only (the matmuls and the block too), and 5 timed runs.
 """
 
 from __future__ import annotations
@@ -91,6 +92,17 @@ def gelu_block_module(rows: int, width: int, hidden: int) -> str:
 }}"""
 
 
+def matmul_bias_module(rows: int, inner: int, columns: int, gelu: bool) -> str:
+    """x @ w + b, then gelu if `gelu`: one matmul kernel with its epilogue."""
+    x, w, y, b = tensor(rows, inner), tensor(inner, columns), tensor(rows, columns), tensor(columns)
+    last = "%2 = graph.gelu %1 : " + y + "\n  func.return %2 : " + y if gelu else "func.return %1 : " + y
+    return f"""func.func @main(%x: {x}, %w: {w}, %b: {b}) -> {y} {{
+  %0 = graph.matmul %x, %w : ({x}, {w}) -> {y}
+  %1 = graph.add %0, %b : ({y}, {b}) -> {y}
+  {last}
+}}"""
+
+
 def torch_functions():
     """PyTorch's version of each workload, by name prefix, or None without PyTorch on a GPU."""
     try:
@@ -104,6 +116,8 @@ def torch_functions():
         "chain": lambda x, w, b: torch.relu(x * w + b) * 0.5 + x,
         "softmax": lambda x: torch.softmax(x, dim=-1),
         "layer_norm": lambda x, g, b: F.layer_norm(x, (x.shape[-1],), g, b),
+        "matmul_bias_gelu": lambda x, w, b: F.gelu(x @ w + b),
+        "matmul_bias": lambda x, w, b: x @ w + b,
         "gelu_block": lambda x, w1, b1, w2, b2, g, s: F.layer_norm(F.gelu(x @ w1 + b1) @ w2 + b2 + x, (x.shape[-1],), g, s),
     }
 
@@ -209,6 +223,10 @@ def main() -> None:
         workloads.append((f"softmax {rows}x{columns}", softmax_module(rows, columns), [normal(rows, columns)], "softmax"))
         workloads.append((f"layer_norm {rows}x{columns}", layer_norm_module(rows, columns),
                           [normal(rows, columns), normal(columns), normal(columns)], "layer_norm"))
+    workloads.append(("matmul+bias+gelu 128x768x3072", matmul_bias_module(128, 768, 3072, gelu=True),
+                      [normal(128, 768), normal(768, 3072) * 0.03, normal(3072) * 0.1], "matmul_bias_gelu"))
+    workloads.append(("matmul+bias 128x3072x768", matmul_bias_module(128, 3072, 768, gelu=False),
+                      [normal(128, 3072), normal(3072, 768) * 0.02, normal(768) * 0.1], "matmul_bias"))
     workloads.append(("GELU MLP block 128x768x3072", gelu_block_module(128, 768, 3072),
                       [normal(128, 768), normal(768, 3072) * 0.03, normal(3072) * 0.1, normal(3072, 768) * 0.02,
                        normal(768) * 0.1, 1 + normal(768) * 0.1, normal(768) * 0.1], "gelu_block"))

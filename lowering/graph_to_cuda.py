@@ -10,8 +10,9 @@ code, index maps and the anchors' and reductions' loop structure come from there
   row; parallel generics stride the row's elements over the threads, a reduction accumulates
   per thread, then across the warp (`cuda.shuffle_down`) and across warps (shared memory);
   row statistics live in shared memory; `cuda.barrier` between generics;
-- matmul (a contraction (batch..., m, k, n)): 16x16 output tiles, one element per thread, A and
-  B staged through shared-memory tiles; the fill and the epilogue run at the thread's element.
+- matmul (a contraction (batch..., m, k, n)): 16x16 threads per output tile of 64, 32 or 16
+  (`matmul_outputs_per_thread`), each thread 4x4, 2x2 or 1 outputs, A and B staged through
+  shared-memory tiles; the fill and the epilogue run at each of the thread's outputs.
 
     func.func @fused_add_relu_0(%a: memref<4x8xf32>, %b: memref<8xf32>, %out: memref<4x8xf32>) attributes {cuda.kernel} {
       %tid = cuda.thread_id x
@@ -66,6 +67,7 @@ from graphopt.dialects import cuda, graph
 from graphopt.dialects.attributes import is_float
 from graphopt.lowering.linalg.abi import KERNEL_ATTR as LINALG_KERNEL_ATTR
 from graphopt.lowering.convert_graph_to_linalg import generalized, kernel_sources, lower_group, replace_module_contents
+from graphopt.lowering.linalg.reduction import CONTRACT
 from graphopt.lowering.linalg.schedule import SCHEDULES
 from graphopt.lowering.linalg.abi import Unsupported
 
@@ -75,7 +77,11 @@ MAX_BLOCKS = 1 << 16
 """Elementwise kernels launch at most this many blocks; the grid-stride loop covers the rest."""
 WARP_SIZE = 32
 TILE = 16
-"""Matmul output tile edge: a block of TILE x TILE threads."""
+"""Matmul blocks are TILE x TILE threads; K is staged TILE at a time."""
+MATMUL_OUTPUTS_PER_THREAD = (4, 2)
+"""Register tiles a matmul thread may compute (r x r outputs: tiles of 64 and 32), largest first; else 1."""
+MIN_MATMUL_BLOCKS = 2 * 132
+"""A larger matmul tile only when its grid still has two blocks per SM of an H100 (132 SMs)."""
 
 GPU_MATH: dict[type[Operation], bool] = {
     mathd.ExpOp: True,
@@ -442,9 +448,21 @@ class RowKernel(GenericMapper):
         return value
 
 
+def matmul_outputs_per_thread(blocks_of: Callable[[int], int]) -> int:
+    """Outputs per thread along each axis (1, 2 or 4: tiles of 16, 32 or 64): the largest of
+    MATMUL_OUTPUTS_PER_THREAD whose grid has MIN_MATMUL_BLOCKS blocks; `blocks_of(edge)` is the
+    grid's size with tiles of `edge` x `edge` outputs."""
+    return next((r for r in MATMUL_OUTPUTS_PER_THREAD if blocks_of(TILE * r) >= MIN_MATMUL_BLOCKS), 1)
+
+
 class MatmulKernel(GenericMapper):
-    """TILE x TILE threads per output tile, A and B tiles staged in shared memory; the other
-    generics (fill, epilogue) run at the thread's own output element."""
+    """A block of TILE x TILE threads computes an `edge` x `edge` output tile, edge = TILE * r:
+    thread (x, y) owns the r x r outputs (y + TILE i, x + TILE j) of the tile, so adjacent
+    threads load and store adjacent columns. Per K step of TILE, the block stages an edge x TILE
+    tile of A and a TILE x edge tile of B in shared memory (each thread loads r elements of
+    each); each thread then reads r values of A and r of B per k for its r x r accumulators
+    (r = 1 reads two per multiply-add, r = 4 one per two). The other generics (fill, epilogue)
+    run at each of the thread's outputs."""
 
     def __init__(self, function: func.FuncOp, generics: list[GenericOp], contraction: GenericOp):
         super().__init__()
@@ -452,61 +470,93 @@ class MatmulKernel(GenericMapper):
         bounds = tuple(contraction.get_static_loop_ranges())
         self.batch, (self.m, self.k, self.n) = bounds[:-3], bounds[-3:]
         self.out_shape = self.batch + (self.m, self.n)
+        self.per_thread = matmul_outputs_per_thread(lambda edge: math.prod(self.grid(edge)))
+        self.edge = TILE * self.per_thread
         entry = DeviceCode(InsertPoint.at_start(function.body.block))
         self.tx, self.ty = entry.cuda_index(cuda.ThreadIdOp, "x"), entry.cuda_index(cuda.ThreadIdOp, "y")
-        tile_start = lambda dimension: entry.apply(AffineExpr.dimension(0) * TILE, [entry.cuda_index(cuda.BlockIdOp, dimension)])
-        self.column = entry.emit(arith.AddiOp(tile_start("x"), self.tx))
-        self.row = entry.emit(arith.AddiOp(tile_start("y"), self.ty))
+
+        def owned(dimension: str, thread: SSAValue) -> list[SSAValue]:
+            """The thread's rows (y) or columns (x): tile start + thread + TILE * i."""
+            block_id = entry.cuda_index(cuda.BlockIdOp, dimension)
+            d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
+            return [entry.apply(d0 * self.edge + d1 + TILE * i, [block_id, thread]) for i in range(self.per_thread)]
+
+        self.rows, self.columns = owned("y", self.ty), owned("x", self.tx)
         self.batch_dims = entry.delinearize(entry.cuda_index(cuda.BlockIdOp, "z"), self.batch)
-        self.inside = entry.both(entry.less_than(self.row, self.m), entry.less_than(self.column, self.n))
+        self.rows_inside = [entry.less_than(row, self.m) for row in self.rows]
+        self.columns_inside = [entry.less_than(column, self.n) for column in self.columns]
+        self.inside = [[entry.both(r, c) for c in self.columns_inside] for r in self.rows_inside]
         for generic in generics:
             code = DeviceCode(InsertPoint.before(generic))
             if generic is contraction:
                 self.contract(code, generic)
             elif tuple(generic.get_static_loop_ranges()) == self.out_shape and "reduction" not in _iterators(generic):
-                element = self.batch_dims + [self.row, self.column]
-                code.when(self.inside, lambda inner, generic=generic: self.store_results(inner, generic, element))
+                for (i, j) in self.outputs():
+                    element = self.batch_dims + [self.rows[i], self.columns[j]]
+                    code.when(self.inside[i][j], lambda inner, generic=generic, element=element: self.store_results(inner, generic, element))
             else:
                 raise Unsupported("a matmul group may only add elementwise work on the matmul's result")
 
+    def grid(self, edge: int) -> tuple[int, int, int]:
+        return (-(-self.n // edge), -(-self.m // edge), math.prod(self.batch))
+
     def kernel(self) -> CudaKernel:
-        grid = (-(-self.n // TILE), -(-self.m // TILE), math.prod(self.batch))
-        return CudaKernel(self.function, grid, (TILE, TILE, 1))
+        return CudaKernel(self.function, self.grid(self.edge), (TILE, TILE, 1))
+
+    def outputs(self) -> list[tuple[int, int]]:
+        """(i, j) of the thread's outputs: row i, column j of its r x r."""
+        return [(i, j) for i in range(self.per_thread) for j in range(self.per_thread)]
 
     def contract(self, code: DeviceCode, generic: GenericOp) -> None:
         a, b = generic.inputs
         a_arg, b_arg, out_arg = generic.body.block.args
         a_map, b_map, out_map = _maps(generic)
-        tiles = [code.emit(cuda.SharedAllocOp(v.type.get_element_type(), [TILE, TILE])) for v in (a, b)]
-        out_dims = self.batch_dims + [self.row, code.index(0), self.column]
-        start = code.clamped_load(generic.outputs[0], code.affine_map(out_map, out_dims))
+        a_tile = code.emit(cuda.SharedAllocOp(a.type.get_element_type(), [self.edge, TILE]))
+        b_tile = code.emit(cuda.SharedAllocOp(b.type.get_element_type(), [TILE, self.edge]))
+        zero = code.index(0)
+        out_dims = {(i, j): self.batch_dims + [self.rows[i], zero, self.columns[j]] for (i, j) in self.outputs()}
+        starts = [code.clamped_load(generic.outputs[0], code.affine_map(out_map, out_dims[ij])) for ij in self.outputs()]
+        in_tile = [code.apply(AffineExpr.dimension(0) + TILE * i, [t]) for t in (self.ty, self.tx)
+                   for i in range(self.per_thread)]
+        tile_rows, tile_columns = in_tile[: self.per_thread], in_tile[self.per_thread :]
 
-        def stage(inner: DeviceCode, buffer: SSAValue, map_: AffineMap, tile: SSAValue, dims, inside: SSAValue):
-            """tile[ty, tx] = buffer at the loop indices `dims`, or 0 outside the matrix (0 * 0 adds nothing)."""
+        def stage(inner: DeviceCode, buffer: SSAValue, map_: AffineMap, tile: SSAValue, at: list[SSAValue], dims, inside: SSAValue):
+            """tile[at] = buffer at the loop indices `dims`, or 0 outside the matrix (0 * 0 adds nothing)."""
             value = inner.clamped_load(buffer, inner.affine_map(map_, dims))
             kept = inner.emit(arith.SelectOp(inside, value, inner.constant(0, value.type)))
-            inner.emit(memref.StoreOp.get(kept, tile, [self.ty, self.tx]))
+            inner.emit(memref.StoreOp.get(kept, tile, at))
 
         def k_tile(inner: DeviceCode, k0: SSAValue, carried):
-            zero = inner.index(0)
             a_k, b_k = inner.emit(arith.AddiOp(k0, self.tx)), inner.emit(arith.AddiOp(k0, self.ty))
-            a_inside = inner.both(inner.less_than(self.row, self.m), inner.less_than(a_k, self.k))
-            b_inside = inner.both(inner.less_than(b_k, self.k), inner.less_than(self.column, self.n))
-            stage(inner, a, a_map, tiles[0], self.batch_dims + [self.row, a_k, zero], a_inside)
-            stage(inner, b, b_map, tiles[1], self.batch_dims + [zero, b_k, self.column], b_inside)
+            a_k_inside, b_k_inside = inner.less_than(a_k, self.k), inner.less_than(b_k, self.k)
+            for i, row in enumerate(self.rows):
+                stage(inner, a, a_map, a_tile, [tile_rows[i], self.tx], self.batch_dims + [row, a_k, zero],
+                      inner.both(self.rows_inside[i], a_k_inside))
+            for j, column in enumerate(self.columns):
+                stage(inner, b, b_map, b_tile, [self.ty, tile_columns[j]], self.batch_dims + [zero, b_k, column],
+                      inner.both(b_k_inside, self.columns_inside[j]))
             inner.emit(cuda.BarrierOp())
 
-            def k_step(step: DeviceCode, kk: SSAValue, acc):
-                pair = {a_arg: step.emit(memref.LoadOp.get(tiles[0], [self.ty, kk])),
-                        b_arg: step.emit(memref.LoadOp.get(tiles[1], [kk, self.tx])), out_arg: acc[0]}
-                return self.body(step, generic, [], pair)
-
-            result = inner.loop(inner.index(0), inner.index(TILE), inner.index(1), carried, k_step)
+            for kk in range(TILE):  # unrolled: the shared-memory reads at constant offsets
+                a_values = [inner.emit(memref.LoadOp.get(a_tile, [row, inner.index(kk)])) for row in tile_rows]
+                b_values = [inner.emit(memref.LoadOp.get(b_tile, [inner.index(kk), column])) for column in tile_columns]
+                carried = [self.body(inner, generic, [], {a_arg: a_values[i], b_arg: b_values[j], out_arg: accumulator})[0]
+                           for (i, j), accumulator in zip(self.outputs(), carried)]
+                for op in (value.owner for value in carried):
+                    _contract_multiply_add(op)
             inner.emit(cuda.BarrierOp())
-            return result
+            return carried
 
-        (total,) = code.loop(code.index(0), code.index(self.k), code.index(TILE), [start], k_tile)
-        code.when(self.inside, lambda inner: self.store(inner, total, generic.outputs[0], out_map, out_dims))
+        totals = code.loop(code.index(0), code.index(self.k), code.index(TILE), starts, k_tile)
+        for ij, total in zip(self.outputs(), totals):
+            code.when(self.inside[ij[0]][ij[1]], lambda inner, total=total, ij=ij: self.store(inner, total, generic.outputs[0], out_map, out_dims[ij]))
+
+
+def _contract_multiply_add(add: Operation) -> None:
+    """Let `add = a + b * c` of floats become one FMA (fast-math `contract`, as the CPU's conv does)."""
+    if isinstance(add, arith.AddfOp):
+        for op in (add, *(v.owner for v in add.operands if isinstance(v.owner, arith.MulfOp))):
+            op.properties["fastmath"] = CONTRACT
 
 
 def _contraction(generic: GenericOp) -> bool:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from xdsl.context import Context
 
 import graphopt
@@ -17,7 +19,14 @@ from graphopt.backends.cuda import CudaBackend, CudaUnavailable, Device
 from graphopt.backends.measure import random_arrays
 from graphopt.dialects.attributes import numpy_dtype
 from graphopt.errors import GraphoptError
-from graphopt.lowering.graph_to_cuda import ConvertGraphToCudaPass, lower_group_to_cuda, supports
+from graphopt.lowering.graph_to_cuda import (
+    MATMUL_OUTPUTS_PER_THREAD,
+    MIN_MATMUL_BLOCKS,
+    ConvertGraphToCudaPass,
+    lower_group_to_cuda,
+    matmul_outputs_per_thread,
+    supports,
+)
 from graphopt.lowering.ptx import ptx
 from graphopt.transforms.fuse import FusePass
 
@@ -82,9 +91,21 @@ KINDS: dict[str, tuple[str, set[str]]] = {
       %1 = graph.add %0, %c : (tensor<3x20x17xf32>, tensor<17xf32>) -> tensor<3x20x17xf32>
       %2 = graph.relu %1 : tensor<3x20x17xf32>
       func.return %2 : tensor<3x20x17xf32>"""), {"bar.sync", ".shared", "ld.shared"}),
+    "matmul_4x4_broadcast_gelu": (main("%a: tensor<66x70x33xf32>, %b: tensor<33x130xf32>, %c: tensor<130xf32>) -> tensor<66x70x130xf32>", """
+      %0 = graph.matmul %a, %b : (tensor<66x70x33xf32>, tensor<33x130xf32>) -> tensor<66x70x130xf32>
+      %1 = graph.add %0, %c : (tensor<66x70x130xf32>, tensor<130xf32>) -> tensor<66x70x130xf32>
+      %2 = graph.gelu %1 : tensor<66x70x130xf32>
+      func.return %2 : tensor<66x70x130xf32>"""), {"bar.sync", "ld.shared", "fma.rn.f32"}),
+    "matmul_2x2_residual": (main("%a: tensor<4x5x130x129xf32>, %b: tensor<5x129x77xf32>, %r: tensor<4x5x130x77xf32>) -> tensor<4x5x130x77xf32>", """
+      %0 = graph.matmul %a, %b : (tensor<4x5x130x129xf32>, tensor<5x129x77xf32>) -> tensor<4x5x130x77xf32>
+      %1 = graph.add %0, %r : (tensor<4x5x130x77xf32>, tensor<4x5x130x77xf32>) -> tensor<4x5x130x77xf32>
+      %2 = graph.relu %1 : tensor<4x5x130x77xf32>
+      func.return %2 : tensor<4x5x130x77xf32>"""), {"bar.sync", "ld.shared", "fma.rn.f32"}),
 }
 """Kernel kind -> (module, PTX it must contain besides `.entry` and `ld.global`). grid_stride_odd
-has more elements than MAX_BLOCKS blocks of THREADS_PER_BLOCK threads: each thread loops."""
+has more elements than MAX_BLOCKS blocks of THREADS_PER_BLOCK threads: each thread loops. The
+matmuls cover each register tile (test_launch_configuration) with M, N and K not multiples of
+the tile, batch dims broadcast and epilogues."""
 
 ARCHS = ("sm_80", "sm_90")
 
@@ -141,11 +162,28 @@ def test_unsupported_groups_say_why(body, reason):
     assert reason in supports(op)
 
 
-def test_launch_configuration():
-    module = graphopt.parse(KINDS["matmul"][0])
-    kernel = lower_group_to_cuda(next(op for op in module.walk() if op.name == "graph.matmul"), "mm")
-    assert (kernel.grid, kernel.block) == ((3, 5, 1), (16, 16, 1))
-    assert "cuda.launch @mm grid [3, 5, 1] block [16, 16, 1]" in str(kernel.launcher())
+@pytest.mark.parametrize("kind, grid, a_tile", [
+    ("matmul", (3, 5, 1), "16x16"),  # 70x33 outputs: 15 blocks of 16x16, one output per thread
+    ("batched_matmul_epilogue", (2, 2, 3), "16x16"),
+    ("matmul_2x2_residual", (3, 5, 20), "32x16"),  # 2 x 3 x 20 = 120 blocks of 64x64, too few
+    ("matmul_4x4_broadcast_gelu", (3, 2, 66), "64x16"),
+])
+def test_launch_configuration(kind, grid, a_tile):
+    module = fused(KINDS[kind][0])
+    group = next(op for op in module.walk() if op.name in ("graph.fused", "graph.matmul"))
+    kernel = lower_group_to_cuda(group, "mm")
+    assert (kernel.grid, kernel.block) == (grid, (16, 16, 1))
+    assert f"cuda.launch @mm grid [{', '.join(map(str, grid))}] block [16, 16, 1]" in str(kernel.launcher())
+    assert f"cuda.shared_alloc : memref<{a_tile}xf32" in str(kernel.function)
+
+
+@given(st.integers(1, 3000), st.integers(1, 3000), st.integers(1, 64))
+def test_matmul_tile_is_the_largest_with_enough_blocks(m, n, batch):
+    blocks_of = lambda edge: -(-m // edge) * -(-n // edge) * batch
+    r = matmul_outputs_per_thread(blocks_of)
+    assert r in (1, *MATMUL_OUTPUTS_PER_THREAD)
+    assert r == 1 or blocks_of(16 * r) >= MIN_MATMUL_BLOCKS
+    assert all(blocks_of(16 * larger) < MIN_MATMUL_BLOCKS for larger in MATMUL_OUTPUTS_PER_THREAD if larger > r)
 
 
 # ----------------------------------------------------------------------------------------

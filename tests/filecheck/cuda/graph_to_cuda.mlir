@@ -44,7 +44,8 @@ func.func @main(%x: tensor<4x1000xf32>) -> tensor<4x1000xf32> {
 
 // -----
 
-// Matmul: 16x16 tiles of A and B in shared memory, a barrier after loading and after using them.
+// Matmul: 16x16 tiles of A and B in shared memory, a barrier after loading and after using them;
+// the K step unrolled, its multiply-adds `contract` (FMAs). 40x20 outputs: one per thread.
 func.func @main(%a: tensor<40x24xf32>, %b: tensor<24x20xf32>) -> tensor<40x20xf32> {
   %0 = graph.matmul %a, %b : (tensor<40x24xf32>, tensor<24x20xf32>) -> tensor<40x20xf32>
   func.return %0 : tensor<40x20xf32>
@@ -54,9 +55,28 @@ func.func @main(%a: tensor<40x24xf32>, %b: tensor<24x20xf32>) -> tensor<40x20xf3
 // CHECK:         cuda.shared_alloc : memref<16x16xf32, 3 : i64>
 // CHECK:         scf.for
 // CHECK:           cuda.barrier
-// CHECK:           scf.for
-// CHECK:             arith.mulf
-// CHECK:             arith.addf
+// CHECK-NOT:       scf.for
+// CHECK:           arith.mulf %{{.*}}, %{{.*}} fastmath<contract> : f32
+// CHECK-NEXT:      arith.addf %{{.*}}, %{{.*}} fastmath<contract> : f32
 // CHECK:           cuda.barrier
+// CHECK-NEXT:      scf.yield
 // CHECK-LABEL: func.func @launch_matmul_0
 // CHECK-NEXT:    cuda.launch @matmul_0 grid [2, 3, 1] block [16, 16, 1]
+
+// -----
+
+// Matmul with 2x2 outputs per thread: 40 x (2 x 4) blocks of 32x32 outputs reach two blocks per
+// SM (64x64 tiles would be 40 x 2 blocks); A tiles 32x16 and B tiles 16x32; four accumulators.
+func.func @main(%a: tensor<40x40x24xf32>, %b: tensor<24x100xf32>) -> tensor<40x40x100xf32> {
+  %0 = graph.matmul %a, %b : (tensor<40x40x24xf32>, tensor<24x100xf32>) -> tensor<40x40x100xf32>
+  func.return %0 : tensor<40x40x100xf32>
+}
+// CHECK-LABEL: func.func @matmul_0
+// CHECK:         affine.apply affine_map<(d0, d1) -> (((d0 * 32) + d1))>
+// CHECK:         affine.apply affine_map<(d0, d1) -> ((((d0 * 32) + d1) + 16))>
+// CHECK:         cuda.shared_alloc : memref<32x16xf32, 3 : i64>
+// CHECK:         cuda.shared_alloc : memref<16x32xf32, 3 : i64>
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, f32, f32, f32)
+// CHECK-COUNT-4: memref.store {{.*}} : memref<40x40x100xf32>
+// CHECK-LABEL: func.func @launch_matmul_0
+// CHECK-NEXT:    cuda.launch @matmul_0 grid [4, 2, 40] block [16, 16, 1]
