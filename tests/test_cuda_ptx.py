@@ -1,6 +1,7 @@
 """The CUDA path offline: every kernel kind lowered to PTX and validated by ptxas (sm_80, sm_90);
 the backend's errors without a GPU; on a GPU (marker `gpu`), every kind against the interpreter."""
 
+import gc
 import shutil
 import subprocess
 import sys
@@ -315,6 +316,21 @@ def test_a_module_on_the_gpu_copies_its_inputs_in_once_and_its_result_out_once(m
     profile = exe.profile(x, w, repeat=3)
     assert all(0 < row.seconds < 1e-2 for row in profile.steps)
     assert "[device run 0]" in exe.report()
+
+
+@on_gpu
+def test_a_device_run_releases_its_buffers_stream_and_events():
+    device = get_backend("cuda").device()
+    released = []
+    release = device.release
+    exe = graphopt.compile(graphopt.parse(CHAIN), backends=("cuda",), fuse=False, fallback="error")
+    device.release = lambda handles: (released.extend(handles), release(handles))
+    try:
+        del exe
+        gc.collect()
+    finally:
+        del device.release
+    assert len(released) == 1 + 5  # the run's stream and its 5 events, destroyed without an error
 
 
 @on_gpu

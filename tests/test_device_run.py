@@ -4,6 +4,7 @@ kernels are the cpu backend's, launched on the device's buffers; the CUDA ones r
 tests/test_cuda_ptx.py (marker `gpu`)."""
 
 import dataclasses
+import gc
 import time
 
 import numpy as np
@@ -24,6 +25,7 @@ class HostMemoryDevice:
         self.copies_in: list[int] = []
         self.copies_out: list[int] = []
         self.freed: list[int] = []
+        self.released: list[object] = []
 
     def activate(self):
         pass
@@ -56,6 +58,9 @@ class HostMemoryDevice:
 
     def event(self):
         return [0.0]
+
+    def release(self, handles):
+        self.released += handles
 
     def record(self, event, stream=None):
         event[0] = time.perf_counter()
@@ -173,14 +178,13 @@ def test_profile_times_device_steps_on_the_device():
     assert len(device.copies_in) == 2 * (1 + 1 + 3)  # the first call, the profile's one copy in, 3 calls
 
 
-def test_the_device_buffers_are_freed_with_the_executable():
+def test_the_device_buffers_stream_and_events_are_freed_with_the_executable():
     exe, device = executable(CHAIN, CHAIN_STEPS)
     allocated = set(device.memory)
     del exe
-    import gc
-
     gc.collect()
     assert set(device.freed) == allocated
+    assert len(device.released) == 1 + 5  # the stream, and an event before and after each of the 4 launches
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -114,6 +114,12 @@ class Device:
     def event(self):
         return self.check(self.driver.cuEventCreate(int(self.driver.CUevent_flags.CU_EVENT_DEFAULT)))
 
+    def release(self, handles: Sequence) -> None:
+        """Destroy streams and events (what `stream` and `event` made)."""
+        for handle in handles:
+            destroy = self.driver.cuStreamDestroy if isinstance(handle, self.driver.CUstream) else self.driver.cuEventDestroy
+            self.check(destroy(handle))
+
     def record(self, event, stream=0) -> None:
         self.check(self.driver.cuEventRecord(event, stream))
 
@@ -214,6 +220,7 @@ class DeviceKernel:
             launch(0)
             device.record(end)
             times.append(device.seconds_between(start, end))
+        device.release([start, end])
         return statistics.median(times)
 
 

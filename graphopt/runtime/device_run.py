@@ -49,6 +49,9 @@ class Device(Protocol):
 
     def event(self) -> object: ...
 
+    def release(self, handles: Sequence[object]) -> None:
+        """Destroy streams and events."""
+
     def record(self, event: object, stream: object) -> None: ...
 
     def seconds_between(self, start: object, end: object) -> float:
@@ -93,6 +96,7 @@ class DeviceRun:
         self.copies_out = [(slots[v], pointer_of[v]) for v in exports]
         self._stream = device.stream()
         self._marks = [device.event() for _ in range(len(self.launches) + 1)]
+        weakref.finalize(self, device.release, [self._stream, *self._marks])
         self._constants_copied = False
         self._lock = threading.Lock()  # one set of device buffers: calls from several threads take turns
 
