@@ -323,9 +323,9 @@ def test_a_device_run_releases_its_buffers_stream_and_events():
     device = get_backend("cuda").device()
     released = []
     release = device.release
-    exe = graphopt.compile(graphopt.parse(CHAIN), backends=("cuda",), fuse=False, fallback="error")
-    device.release = lambda handles: (released.extend(handles), release(handles))
+    device.release = lambda handles: (released.extend(handles), release(handles))  # the run's finalizer takes this one
     try:
+        exe = graphopt.compile(graphopt.parse(CHAIN), backends=("cuda",), fuse=False, fallback="error")
         del exe
         gc.collect()
     finally:
