@@ -326,11 +326,13 @@ def test_a_device_run_releases_its_buffers_stream_and_events():
     device.release = lambda handles: (released.extend(handles), release(handles))  # the run's finalizer takes this one
     try:
         exe = graphopt.compile(graphopt.parse(CHAIN), backends=("cuda",), fuse=False, fallback="error")
-        del exe
+        (run,) = exe.runs
+        handles = {id(handle) for handle in [run._stream, *run._marks]}  # a stream, an event around each launch
+        del exe, run
         gc.collect()
     finally:
         del device.release
-    assert len(released) == 1 + 5  # the run's stream and its 5 events, destroyed without an error
+    assert len(handles) == 1 + 5 and handles <= {id(handle) for handle in released}  # destroyed without an error
 
 
 @on_gpu
