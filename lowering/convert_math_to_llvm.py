@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import (
     i1,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.rewriter import InsertPoint
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -117,6 +118,12 @@ class FloatExpression:
     def mul(self, a: SSAValue | float, b: SSAValue | float) -> SSAValue:
         return self.emit(llvm.FMulOp(self.float_value(a), self.float_value(b)))
 
+    def div(self, a: SSAValue | float, b: SSAValue | float) -> SSAValue:
+        return self.emit(llvm.FDivOp(self.float_value(a), self.float_value(b)))
+
+    def neg(self, a: SSAValue) -> SSAValue:
+        return self.emit(llvm.FNegOp(a))
+
     def fma(self, a: SSAValue | float, b: SSAValue | float, c: SSAValue | float) -> SSAValue:
         """a * b + c, rounded once."""
         return self.emit(llvm.FMAOp(self.float_value(a), self.float_value(b), self.float_value(c)))
@@ -146,9 +153,6 @@ class FloatExpression:
     def shift_right_signed(self, a: SSAValue, bits: int) -> SSAValue:
         return self.emit(llvm.AShrOp(a, self.int_value(bits)))
 
-    def ldexp(self, x: SSAValue, k: SSAValue) -> SSAValue:
-        return ldexp_f32(self, x, k)
-
     def polynomial(self, x: SSAValue, coefficients: Sequence[float]) -> SSAValue:
         """Horner's scheme with fma, highest-degree coefficient first."""
         result = self.constant(coefficients[0])
@@ -166,7 +170,7 @@ class FloatExpression:
         """x * P(x^2) / Q(x^2)."""
         x2 = self.mul(x, x)
         p = self.mul(x, self.polynomial(x2, numerator))
-        return self.emit(llvm.FDivOp(p, self.polynomial(x2, denominator)))
+        return self.div(p, self.polynomial(x2, denominator))
 
 
 def expand_tanh_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
@@ -246,20 +250,43 @@ f32 with fma it is within 1.2 ulp (7.2e-8) of e^r, as Cephes expf's 1 + r + r^2 
 in two operations fewer (measured on 200001 points of the interval)."""
 
 
+LOG2_E = 1.4426950408889634
+ROUNDING_SHIFT = 1.5 * 2**F32_MANTISSA_BITS
+"""Added to a float of magnitude below 2^22, rounds it to an integer n held in the low mantissa bits."""
+
+
+def reduced_exp_f32(expr: FloatExpression, x: SSAValue, sign: float = 1.0) -> tuple[SSAValue, SSAValue]:
+    """e^(sign x) = 2^n e^r for sign = ±1 (e^-x without a negation of its own: LLVM folds it into
+    an fma): n = round(sign x / ln 2) by adding ROUNDING_SHIFT, r = sign x - n ln 2 in two fma
+    steps (Cody-Waite, |r| <= ln2 / 2), e^r = 1 + r Q(r) by Horner's scheme (EXP_COEFFICIENTS: six
+    fma in all). Returns n + ROUNDING_SHIFT, whose bits are n plus those of ROUNDING_SHIFT, and e^r."""
+    shifted = expr.fma(x, sign * LOG2_E, ROUNDING_SHIFT)
+    n = expr.sub(shifted, ROUNDING_SHIFT)
+    r = expr.fma(n, -LN2_LOW, expr.fma(n, -LN2_HIGH, x if sign > 0 else expr.neg(x)))
+    return shifted, expr.fma(expr.polynomial(r, EXP_COEFFICIENTS), r, 1.0)
+
+
 def expand_exp_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
-    """e^x = 2^n e^r: n = round(x / ln 2) by adding 1.5 * 2^23 (n lands in the low mantissa bits),
-    r = x - n ln 2 in two fma steps (Cody-Waite, |r| <= ln2 / 2), e^r = 1 + r Q(r) by Horner's
-    scheme (EXP_COEFFICIENTS: six fma in all), times 2^n (`expr.ldexp`: subnormal results round
-    once, large ones overflow to inf). x is clamped to [-104, 89] first, beyond which e^x rounds
-    to 0 or inf; NaN passes through."""
-    x = expr.clamp(a, -104.0, 89.0)
-    rounding_shift = 1.5 * 2**F32_MANTISSA_BITS
-    shifted = expr.fma(x, 1.4426950408889634, rounding_shift)
-    n = expr.sub(shifted, rounding_shift)
-    r = expr.fma(n, -LN2_LOW, expr.fma(n, -LN2_HIGH, x))
-    exp_r = expr.fma(expr.polynomial(r, EXP_COEFFICIENTS), r, 1.0)
-    n_int = expr.int_sub(expr.to_bits(shifted), 0x4B400000)  # the bits of 1.5 * 2^23
-    return expr.ldexp(exp_r, n_int)
+    """e^x = 2^n e^r (`reduced_exp_f32`) times 2^n by `ldexp_f32` (subnormal results round once,
+    large ones overflow to inf). x is clamped to [-104, 89] first, beyond which e^x rounds to 0
+    or inf; NaN passes through."""
+    shifted, exp_r = reduced_exp_f32(expr, expr.clamp(a, -104.0, 89.0))
+    n_int = expr.int_sub(expr.to_bits(shifted), 0x4B400000)  # the bits of ROUNDING_SHIFT
+    return ldexp_f32(expr, exp_r, n_int)
+
+
+def expand_sigmoid_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
+    """1 / (1 + e^-x) with e^-x = 2 (2^(n-1) e^r) (`reduced_exp_f32`): x clamped to [-89, 86]
+    keeps n - 1 in [-126, 127], so 2^(n-1) is one shift and add on the bits of n + ROUNDING_SHIFT
+    (whose bits above n's shift out), and 1 + 2 (2^(n-1) e^r) is one fma, which rounds to inf
+    where e^-x does (x < -88.72: sigmoid 0). Beyond the clamp sigmoid is 0 or 1 all the same
+    (1 + e^-86 rounds to 1). Bit for bit `1 / (1 + expand_exp_f32(-x))` (2^(n-1) e^r and its
+    double are exact), in 16 vector operations instead of 25: no ldexp, whose halves cover
+    subnormal results of exp, which 1 + e^-x never needs. NaN passes through."""
+    shifted, exp_r = reduced_exp_f32(expr, expr.clamp(a, -89.0, 86.0), sign=-1.0)
+    half_power = expr.from_bits(expr.int_add(expr.shift_left(expr.to_bits(shifted), F32_MANTISSA_BITS),
+                                             (F32_EXPONENT_BIAS - 1) << F32_MANTISSA_BITS))
+    return expr.div(1.0, expr.fma(expr.mul(exp_r, half_power), 2.0, 1.0))
 
 
 def expand_log_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
@@ -346,6 +373,37 @@ def libm_function(op: Operation) -> str | None:
     return LIBM_OPS[type(op)]
 
 
+def _is_one(value: SSAValue) -> bool:
+    return (isinstance(value.owner, llvm.ConstantOp) and isinstance(value.owner.value, FloatAttr)
+            and value.owner.value.value.data == 1.0)
+
+
+class ExpandSigmoid(RewritePattern):
+    """`1 / (1 + math.exp(-x))` on f32, each step's result used once (the loop nests' sigmoid,
+    `scalar._sigmoid`, after convert-arith-to-llvm), becomes `expand_sigmoid_f32(x)`, as in the
+    ukernels' epilogues."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: math.ExpOp, rewriter: PatternRewriter, /):
+        negation = op.operand.owner
+        if not isinstance(op.result.type, Float32Type) or not isinstance(negation, llvm.FNegOp):
+            return
+        add = op.result.get_user_of_unique_use()
+        if not isinstance(add, llvm.FAddOp) or not _is_one(add.lhs if add.rhs is op.result else add.rhs):
+            return
+        divide = add.res.get_user_of_unique_use()
+        if not isinstance(divide, llvm.FDivOp) or divide.rhs is not add.res or not _is_one(divide.lhs):
+            return
+        expr = FloatExpression(op.result.type)
+        result = expand_sigmoid_f32(expr, negation.arg)
+        rewriter.insert_op(expr.ops, InsertPoint.before(op))
+        rewriter.replace(divide, [], [result])
+        rewriter.erase(add)
+        rewriter.erase(op)
+        if negation.res.first_use is None:
+            rewriter.erase(negation)
+
+
 class LowerIntrinsicOp(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if (name := INTRINSIC_OPS.get(type(op))) is None:
@@ -402,11 +460,11 @@ def declare_libm_functions(module: ModuleOp) -> None:
 
 @dataclass(frozen=True)
 class ConvertMathToLLVMPass(ModulePass):
-    """Lower math ops to LLVM intrinsics, libm calls and inline f32 exp/log/pow/tanh/erf."""
+    """Lower math ops to LLVM intrinsics, libm calls and inline f32 exp/log/pow/tanh/erf (and sigmoid)."""
 
     name = "convert-math-to-llvm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         declare_libm_functions(op)
-        patterns = [ExpandF32Op(), LowerIntrinsicOp(), LowerLibmOp(), LowerRsqrt(), LowerAbsI()]
+        patterns = [ExpandSigmoid(), ExpandF32Op(), LowerIntrinsicOp(), LowerLibmOp(), LowerRsqrt(), LowerAbsI()]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns), apply_recursively=False).rewrite_module(op)

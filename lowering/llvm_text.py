@@ -27,7 +27,6 @@ INTRINSICS = (
     f"declare {VECTOR_TYPE} @llvm.sqrt.v16f32({VECTOR_TYPE})",
     f"declare {VECTOR_TYPE} @llvm.masked.gather.v16f32.v16p0(<16 x ptr>, i32, <16 x i1>, {VECTOR_TYPE})",
     f"declare float @llvm.vector.reduce.fadd.v16f32(float, {VECTOR_TYPE})",
-    f"declare {VECTOR_TYPE} @llvm.ldexp.v16f32.v16i32({VECTOR_TYPE}, <16 x i32>)",
 )
 """Declarations of the intrinsics the ukernels call."""
 

@@ -10,9 +10,8 @@ relu, the bias per-channel operand 0, is
     addAP0.maxS0C00000000
 
 Ops: add, sub, mul, div, max and min (NaN-propagating, as NumPy's maximum and minimum), sqrt
-and sigmoid (1 / (1 + exp(-x)), with convert-math-to-llvm's exp expansion, whose 2^n is one
-`llvm.ldexp` with AVX-512, its vscalefps, and two multiplications by powers of two built in the
-exponent bits without it: LLVM writes a vector ldexp on AVX2 as a libm call per lane). Steps
+and sigmoid (1 / (1 + exp(-x)), convert-math-to-llvm's `expand_sigmoid_f32`, which the loop
+nests' sigmoid expands to as well). Steps
 that read neither `A` nor `R` (a batch norm's sqrt(var + eps)) are computed once per channel of
 the tile.
 """
@@ -25,8 +24,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from graphopt.lowering.convert_math_to_llvm import expand_exp_f32, ldexp_f32
-from graphopt.lowering.llvm_text import VECTOR_TYPE, LLVMText, broadcast, host_has_avx512, load
+from graphopt.lowering.convert_math_to_llvm import expand_sigmoid_f32
+from graphopt.lowering.llvm_text import VECTOR_TYPE, LLVMText, broadcast, load
 
 Step = tuple[str, tuple[str, ...]]
 
@@ -94,10 +93,8 @@ def _float_literal(value: float) -> str:
 
 
 class VectorExpression:
-    """The builders of `convert_math_to_llvm.FloatExpression` that `expand_exp_f32` calls, on
-    <16 x float> values of LLVM IR text (operands: value names, or numbers for splat constants);
-    2^k is one `llvm.ldexp` (vscalefps) on a host with AVX-512 instead of two multiplications by
-    built powers of two (`ldexp_f32`), which hosts without it take."""
+    """The builders of `convert_math_to_llvm.FloatExpression` that `expand_sigmoid_f32` calls, on
+    <16 x float> values of LLVM IR text (operands: value names, or numbers for splat constants)."""
 
     INT_TYPE = "<16 x i32>"
 
@@ -112,9 +109,6 @@ class VectorExpression:
 
     def _call(self, intrinsic: str, *operands: str) -> str:
         return self.text.value(f"call {VECTOR_TYPE} @llvm.{intrinsic}(" + ", ".join(operands) + ")")
-
-    def add(self, a: str | float, b: str | float) -> str:
-        return self._instruction("fadd", a, b)
 
     def sub(self, a: str | float, b: str | float) -> str:
         return self._instruction("fsub", a, b)
@@ -153,26 +147,14 @@ class VectorExpression:
     def int_add(self, a: str, b: str | int) -> str:
         return self._int_instruction("add", a, b)
 
-    def int_sub(self, a: str, b: str | int) -> str:
-        return self._int_instruction("sub", a, b)
-
     def shift_left(self, a: str, bits: int) -> str:
         return self._int_instruction("shl", a, bits)
-
-    def shift_right_signed(self, a: str, bits: int) -> str:
-        return self._int_instruction("ashr", a, bits)
 
     def mul(self, a: str | float, b: str | float) -> str:
         return self._instruction("fmul", a, b)
 
-    def ldexp(self, x: str, k: str) -> str:
-        if host_has_avx512():
-            return self._call("ldexp.v16f32.v16i32", f"{VECTOR_TYPE} {x}", f"{self.INT_TYPE} {k}")
-        return ldexp_f32(self, x, k)
-
-    def sigmoid(self, x: str) -> str:
-        """1 / (1 + exp(-x)), as the interpreter computes it."""
-        return self.div(1.0, self.add(1.0, expand_exp_f32(self, self.text.value(f"fneg {VECTOR_TYPE} {x}"))))
+    def neg(self, a: str) -> str:
+        return self.text.value(f"fneg {VECTOR_TYPE} {a}")
 
 
 class TileEpilogue:
@@ -232,7 +214,7 @@ class TileEpilogue:
         """One step on <16 x float> values: an instruction (add, sub, mul, div), the sigmoid
         expansion or an intrinsic."""
         if op == "sigmoid":
-            return VectorExpression(self.text).sigmoid(arguments[0])
+            return expand_sigmoid_f32(VectorExpression(self.text), arguments[0])
         if op in ("add", "sub", "mul", "div"):
             return self.text.value(f"f{op} {VECTOR_TYPE} {arguments[0]}, {arguments[1]}")
         intrinsic = f"{op}imum" if op in ("max", "min") else op

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 import graphopt
 from test_direct_conv import check_compiled
 from test_graph_to_linalg import sample
 from test_packed_gemm import kernels, run_row_major
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, f32
 
 from graphopt.builder import GraphBuilder
 from graphopt.lowering import depthwise_conv, direct_conv, packed_gemm, tile_epilogue
@@ -154,18 +156,52 @@ def test_sigmoid_in_the_tile_is_as_accurate_as_the_loop_nest(kind):
     assert_sigmoid_accurate(result, y)
 
 
-@pytest.mark.parametrize("avx512", [True, False])
-def test_sigmoid_epilogue_is_as_accurate_with_either_form_of_exps_power_of_two(monkeypatch, avx512):
-    """The epilogue's 2^n is llvm.ldexp on hosts with AVX-512 and two multiplications by powers of
-    two without (a vector ldexp is a libm call per lane on AVX2): both, on any host, on the GEMM
-    ukernel called directly (the JIT's caches key kernels by their module, not by this choice)."""
-    monkeypatch.setattr(tile_epilogue, "host_has_avx512", lambda: avx512)
-    grid = SIGMOID_GRID.astype(np.float32).reshape(1, 1, -1)
-    one = np.ones((1, 1), np.float32)
+def compiled_elementwise(tail, shape):
+    """`tail(g, x)` on an f32 input of `shape`, compiled on the cpu backend (loop nests)."""
+    g = GraphBuilder()
+    return graphopt.compile(g.finish(tail(g, g.input("x", shape))), backends=("cpu",))
+
+
+def run_sigmoid_and_its_exp(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """sigmoid(x) from the GEMM ukernel's epilogue (called directly) and from a loop nest, and
+    1 / (1 + e^-x) with the loop nests' exp (`expand_exp_f32`) rounded by NumPy in f32."""
     steps = (("sigmoid", (tile_epilogue.ACCUMULATOR,)),)
-    types = [MemRefType(f32, x.shape) for x in (grid, one, grid)]
-    assert ("call <16 x float> @llvm.ldexp" in packed_gemm.ukernel_ir(packed_gemm.row_major_name(types, steps), types)) == avx512
-    assert_sigmoid_accurate(run_row_major(grid, one, steps, out_shape=grid.shape), grid)
+    tile = run_row_major(x.reshape(1, 1, -1), np.ones((1, 1), np.float32), steps, out_shape=(1, 1, x.size))
+    (loop_nest,) = compiled_elementwise(lambda g, y: g.sigmoid(y), x.shape)(x)
+    (exp,) = compiled_elementwise(lambda g, y: g.exp(g.neg(y)), x.shape)(x)
+    with np.errstate(over="ignore"):
+        from_exp = np.float32(1) / (np.float32(1) + np.asarray(exp))
+    return tile.reshape(-1), np.asarray(loop_nest), from_exp
+
+
+def assert_same_bits(a: np.ndarray, b: np.ndarray) -> None:
+    np.testing.assert_array_equal(np.where(np.isnan(a), 0, a.view(np.int32)), np.where(np.isnan(b), 0, b.view(np.int32)))
+    np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+
+
+def test_sigmoid_is_one_expansion_in_the_tile_and_the_loop_nest():
+    """`expand_sigmoid_f32` in the ukernel epilogue and in the loop nest (convert-math-to-llvm's
+    ExpandSigmoid): the same bits on SIGMOID_GRID and on the edges of its clamp and of exp's
+    overflow (subnormal results), the same bits as 1 / (1 + exp(-x)) with the inline exp, and
+    accurate (`assert_sigmoid_accurate`)."""
+    edges = np.concatenate([np.linspace(-89.5, -86.5, 3001), np.linspace(85.5, 87.5, 201), [-100.0, 100.0, 1e30, -1e30]])
+    x = np.concatenate([SIGMOID_GRID, edges]).astype(np.float32)
+    tile, loop_nest, from_exp = run_sigmoid_and_its_exp(x)
+    assert_same_bits(tile, loop_nest)
+    assert_same_bits(loop_nest, from_exp)
+    assert_sigmoid_accurate(loop_nest, x)
+    assert np.all(loop_nest[x <= -89] == 0) and np.all(loop_nest[x >= 17] == 1)
+
+
+@settings(max_examples=20, deadline=None)
+@given(arrays(np.float32, st.integers(1, 67), elements=st.floats(width=32, allow_nan=True, allow_infinity=True)))
+def test_sigmoid_expansion_is_one_over_one_plus_exp_minus_x(x):
+    """Property: for any f32 x (odd lengths, NaN, inf, subnormals), the tile's and the loop nest's
+    sigmoid are bit for bit 1 / (1 + e^-x) with the inline exp: dropping exp's ldexp changes no
+    result."""
+    tile, loop_nest, from_exp = run_sigmoid_and_its_exp(x)
+    assert_same_bits(tile, loop_nest)
+    assert_same_bits(loop_nest, from_exp)
 
 
 @pytest.mark.parametrize("kind", KINDS)

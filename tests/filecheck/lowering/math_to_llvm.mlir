@@ -109,3 +109,31 @@ func.func @pow(%x: f32, %y: f32) -> f32 {
 // CHECK:          llvm.fneg
 // CHECK:          llvm.select
 // CHECK:          func.return %{{.*}} : f32
+
+// f32 sigmoid, 1 / (1 + exp(-x)) with each step used once: x clamped to [-89, 86], the exp's
+// reduction on -x (no negation left), 2^(n-1) by one shift and add (no ashr: no ldexp halves),
+// 1 + 2 (2^(n-1) e^r) as one fma, one division. exp(-x) with another use stays exp.
+func.func @sigmoid(%x: f32, %y: f32) -> (f32, f32, f32) {
+  %one = llvm.mlir.constant(1.000000e+00 : f32) : f32
+  %n = llvm.fneg %x : f32
+  %e = math.exp %n : f32
+  %d = llvm.fadd %one, %e : f32
+  %s = llvm.fdiv %one, %d : f32
+  %m = llvm.fneg %y : f32
+  %f = math.exp %m : f32
+  %g = llvm.fadd %f, %one : f32
+  %t = llvm.fdiv %f, %g : f32
+  func.return %s, %t, %f : f32, f32, f32
+}
+// CHECK-LABEL:  func.func @sigmoid
+// CHECK-NOT:      llvm.fneg %x
+// CHECK:          llvm.mlir.constant(8.600000e+01 : f32)
+// CHECK:          llvm.mlir.constant(-8.900000e+01 : f32)
+// CHECK:          llvm.mlir.constant(-1.44269502 : f32)
+// CHECK-NOT:      llvm.ashr
+// CHECK:          llvm.shl
+// CHECK:          %[[SIGMOID:.*]] = llvm.fdiv
+// CHECK:          llvm.mlir.constant(-1.040000e+02 : f32)
+// CHECK:          llvm.ashr
+// CHECK:          %[[T:.*]] = llvm.fdiv %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT:     func.return %[[SIGMOID]], %[[T]], %{{.*}} : f32, f32, f32
