@@ -276,17 +276,17 @@ def expand_exp_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
 
 
 def expand_sigmoid_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
-    """1 / (1 + e^-x) with e^-x = 2 (2^(n-1) e^r) (`reduced_exp_f32`): x clamped to [-89, 86]
-    keeps n - 1 in [-126, 127], so 2^(n-1) is one shift and add on the bits of n + ROUNDING_SHIFT
-    (whose bits above n's shift out), and 1 + 2 (2^(n-1) e^r) is one fma, which rounds to inf
-    where e^-x does (x < -88.72: sigmoid 0). Beyond the clamp sigmoid is 0 or 1 all the same
-    (1 + e^-86 rounds to 1). Bit for bit `1 / (1 + expand_exp_f32(-x))` (2^(n-1) e^r and its
-    double are exact), in 16 vector operations instead of 25: no ldexp, whose halves cover
-    subnormal results of exp, which 1 + e^-x never needs. NaN passes through."""
+    """1 / (1 + 2^n e^r) for e^-x = 2^n e^r (`reduced_exp_f32`), x clamped to [-89, 86] (beyond,
+    sigmoid is 0 or 1 all the same: 1 + e^-86 rounds to 1), so n is in [-124, 128] and 2^n is
+    one shift and add on the bits of n + ROUNDING_SHIFT (whose bits above n's shift out), with
+    n = 128 giving inf; 1 + 2^n e^r is one fma. No ldexp: its halves cover subnormal exp
+    results, which 1 + e^-x never needs. Against `1 / (1 + expand_exp_f32(-x))`, the same bits
+    but for x in [-88.72, -88.38] (n = 128, e^-x still finite), where it gives 0 for subnormal
+    results below 4.2e-39; 16 vector operations instead of 24. NaN passes through."""
     shifted, exp_r = reduced_exp_f32(expr, expr.clamp(a, -89.0, 86.0), sign=-1.0)
-    half_power = expr.from_bits(expr.int_add(expr.shift_left(expr.to_bits(shifted), F32_MANTISSA_BITS),
-                                             (F32_EXPONENT_BIAS - 1) << F32_MANTISSA_BITS))
-    return expr.div(1.0, expr.fma(expr.mul(exp_r, half_power), 2.0, 1.0))
+    power = expr.from_bits(expr.int_add(expr.shift_left(expr.to_bits(shifted), F32_MANTISSA_BITS),
+                                        F32_EXPONENT_BIAS << F32_MANTISSA_BITS))
+    return expr.div(1.0, expr.fma(exp_r, power, 1.0))
 
 
 def expand_log_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
@@ -396,7 +396,7 @@ class ExpandSigmoid(RewritePattern):
             return
         expr = FloatExpression(op.result.type)
         result = expand_sigmoid_f32(expr, negation.arg)
-        rewriter.insert_op(expr.ops, InsertPoint.before(op))
+        rewriter.insert(expr.ops, InsertPoint.before(op))
         rewriter.replace(divide, [], [result])
         rewriter.erase(add)
         rewriter.erase(op)

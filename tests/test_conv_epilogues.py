@@ -179,29 +179,38 @@ def assert_same_bits(a: np.ndarray, b: np.ndarray) -> None:
     np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
 
 
+def assert_sigmoid_is_one_over_one_plus_exp(sigmoid: np.ndarray, from_exp: np.ndarray, x: np.ndarray) -> None:
+    """The same bits, but where sigmoid is 0 and 1 / (1 + e^-x) a subnormal below 2^-127, for x
+    in [-88.73, -88.37] only (`expand_sigmoid_f32`: 2^n for n = 128 is inf)."""
+    flushed = (sigmoid == 0) & (from_exp > 0)
+    assert np.all((x[flushed] >= -88.73) & (x[flushed] <= -88.37)) and np.all(from_exp[flushed] < 2.0**-127)
+    assert_same_bits(sigmoid[~flushed], from_exp[~flushed])
+
+
 def test_sigmoid_is_one_expansion_in_the_tile_and_the_loop_nest():
     """`expand_sigmoid_f32` in the ukernel epilogue and in the loop nest (convert-math-to-llvm's
     ExpandSigmoid): the same bits on SIGMOID_GRID and on the edges of its clamp and of exp's
-    overflow (subnormal results), the same bits as 1 / (1 + exp(-x)) with the inline exp, and
-    accurate (`assert_sigmoid_accurate`)."""
+    overflow (subnormal results), 1 / (1 + exp(-x)) with the inline exp
+    (`assert_sigmoid_is_one_over_one_plus_exp`), and accurate (`assert_sigmoid_accurate`)."""
     edges = np.concatenate([np.linspace(-89.5, -86.5, 3001), np.linspace(85.5, 87.5, 201), [-100.0, 100.0, 1e30, -1e30]])
     x = np.concatenate([SIGMOID_GRID, edges]).astype(np.float32)
     tile, loop_nest, from_exp = run_sigmoid_and_its_exp(x)
     assert_same_bits(tile, loop_nest)
-    assert_same_bits(loop_nest, from_exp)
+    assert_sigmoid_is_one_over_one_plus_exp(loop_nest, from_exp, x)
     assert_sigmoid_accurate(loop_nest, x)
-    assert np.all(loop_nest[x <= -89] == 0) and np.all(loop_nest[x >= 17] == 1)
+    assert np.all(loop_nest[x <= -88.73] == 0) and np.all(loop_nest[x >= 17] == 1)
+    assert np.any((loop_nest > 0) & (loop_nest < np.finfo(np.float32).tiny))  # subnormal results kept
 
 
 @settings(max_examples=20, deadline=None)
 @given(arrays(np.float32, st.integers(1, 67), elements=st.floats(width=32, allow_nan=True, allow_infinity=True)))
 def test_sigmoid_expansion_is_one_over_one_plus_exp_minus_x(x):
     """Property: for any f32 x (odd lengths, NaN, inf, subnormals), the tile's and the loop nest's
-    sigmoid are bit for bit 1 / (1 + e^-x) with the inline exp: dropping exp's ldexp changes no
-    result."""
+    sigmoid are the same bits, those of 1 / (1 + e^-x) with the inline exp but for the subnormal
+    results below 2^-127 that it flushes to 0 (`assert_sigmoid_is_one_over_one_plus_exp`)."""
     tile, loop_nest, from_exp = run_sigmoid_and_its_exp(x)
     assert_same_bits(tile, loop_nest)
-    assert_same_bits(loop_nest, from_exp)
+    assert_sigmoid_is_one_over_one_plus_exp(loop_nest, from_exp, x)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -111,8 +111,8 @@ func.func @pow(%x: f32, %y: f32) -> f32 {
 // CHECK:          func.return %{{.*}} : f32
 
 // f32 sigmoid, 1 / (1 + exp(-x)) with each step used once: x clamped to [-89, 86], the exp's
-// reduction on -x (no negation left), 2^(n-1) by one shift and add (no ashr: no ldexp halves),
-// 1 + 2 (2^(n-1) e^r) as one fma, one division. exp(-x) with another use stays exp.
+// reduction on -x (no negation left), 2^n by one shift and add (no ashr: no ldexp halves),
+// 1 + 2^n e^r as one fma, one division. A division that is not 1 / (1 + exp(-y)) stays exp.
 func.func @sigmoid(%x: f32, %y: f32) -> (f32, f32, f32) {
   %one = llvm.mlir.constant(1.000000e+00 : f32) : f32
   %n = llvm.fneg %x : f32
@@ -132,7 +132,10 @@ func.func @sigmoid(%x: f32, %y: f32) -> (f32, f32, f32) {
 // CHECK:          llvm.mlir.constant(-1.44269502 : f32)
 // CHECK-NOT:      llvm.ashr
 // CHECK:          llvm.shl
-// CHECK:          %[[SIGMOID:.*]] = llvm.fdiv
+// CHECK:          llvm.mlir.constant(1065353216 : i32)
+// CHECK:          %[[DENOMINATOR:.*]] = llvm.intr.fma
+// CHECK-NEXT:     llvm.mlir.constant(1.000000e+00 : f32)
+// CHECK-NEXT:     %[[SIGMOID:.*]] = llvm.fdiv %{{.*}}, %[[DENOMINATOR]] : f32
 // CHECK:          llvm.mlir.constant(-1.040000e+02 : f32)
 // CHECK:          llvm.ashr
 // CHECK:          %[[T:.*]] = llvm.fdiv %{{.*}}, %{{.*}} : f32
