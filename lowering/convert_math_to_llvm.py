@@ -250,20 +250,30 @@ f32 with fma it is within 1.2 ulp (7.2e-8) of e^r, as Cephes expf's 1 + r + r^2 
 in two operations fewer (measured on 200001 points of the interval)."""
 
 
+SIGMOID_EXP_COEFFICIENTS = (8.290297351777554e-3, 4.1897911578416824e-2, 1.666763573884964e-1, 4.999915063381195e-1,
+                            9.999997019767761e-1)
+"""EXP_COEFFICIENTS' Q(r) one degree lower (fitted here the same way): within 2.5 ulp (1.5e-7) of
+e^r in f32 with fma on 400001 points of the interval, in one fma fewer. Too coarse for exp's
+subnormal results (1.3 ulp of 2^-149 off near 2^-126), enough for sigmoid's e^-x, which is never
+one: its results stay within 3e-7 relative of float64."""
+
+
 LOG2_E = 1.4426950408889634
 ROUNDING_SHIFT = 1.5 * 2**F32_MANTISSA_BITS
 """Added to a float of magnitude below 2^22, rounds it to an integer n held in the low mantissa bits."""
 
 
-def reduced_exp_f32(expr: FloatExpression, x: SSAValue, sign: float = 1.0) -> tuple[SSAValue, SSAValue]:
+def reduced_exp_f32(expr: FloatExpression, x: SSAValue, sign: float = 1.0,
+                    coefficients: Sequence[float] = EXP_COEFFICIENTS) -> tuple[SSAValue, SSAValue]:
     """e^(sign x) = 2^n e^r for sign = ±1 (e^-x without a negation of its own: LLVM folds it into
     an fma): n = round(sign x / ln 2) by adding ROUNDING_SHIFT, r = sign x - n ln 2 in two fma
-    steps (Cody-Waite, |r| <= ln2 / 2), e^r = 1 + r Q(r) by Horner's scheme (EXP_COEFFICIENTS: six
-    fma in all). Returns n + ROUNDING_SHIFT, whose bits are n plus those of ROUNDING_SHIFT, and e^r."""
+    steps (Cody-Waite, |r| <= ln2 / 2), e^r = 1 + r Q(r) by Horner's scheme (Q's `coefficients`,
+    EXP_COEFFICIENTS: six fma in all). Returns n + ROUNDING_SHIFT, whose bits are n plus those of
+    ROUNDING_SHIFT, and e^r."""
     shifted = expr.fma(x, sign * LOG2_E, ROUNDING_SHIFT)
     n = expr.sub(shifted, ROUNDING_SHIFT)
     r = expr.fma(n, -LN2_LOW, expr.fma(n, -LN2_HIGH, x if sign > 0 else expr.neg(x)))
-    return shifted, expr.fma(expr.polynomial(r, EXP_COEFFICIENTS), r, 1.0)
+    return shifted, expr.fma(expr.polynomial(r, coefficients), r, 1.0)
 
 
 def expand_exp_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
@@ -276,14 +286,15 @@ def expand_exp_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
 
 
 def expand_sigmoid_f32(expr: FloatExpression, a: SSAValue) -> SSAValue:
-    """1 / (1 + 2^n e^r) for e^-x = 2^n e^r (`reduced_exp_f32`), x clamped to [-89, 86] (beyond,
-    sigmoid is 0 or 1 all the same: 1 + e^-86 rounds to 1), so n is in [-124, 128] and 2^n is
-    one shift and add on the bits of n + ROUNDING_SHIFT (whose bits above n's shift out), with
-    n = 128 giving inf; 1 + 2^n e^r is one fma. No ldexp: its halves cover subnormal exp
-    results, which 1 + e^-x never needs. Against `1 / (1 + expand_exp_f32(-x))`, the same bits
-    but for x in [-88.72, -88.38] (n = 128, e^-x still finite), where it gives 0 for subnormal
-    results below 4.2e-39; 16 vector operations instead of 24. NaN passes through."""
-    shifted, exp_r = reduced_exp_f32(expr, expr.clamp(a, -89.0, 86.0), sign=-1.0)
+    """1 / (1 + 2^n e^r) for e^-x = 2^n e^r (`reduced_exp_f32` with SIGMOID_EXP_COEFFICIENTS), x
+    clamped to [-89, 86] (beyond, sigmoid is 0 or 1 all the same: 1 + e^-86 rounds to 1), so n
+    is in [-124, 128] and 2^n is one shift and add on the bits of n + ROUNDING_SHIFT (whose bits
+    above n's shift out), n = 128 giving inf; 1 + 2^n e^r is one fma. No ldexp: its halves
+    cover subnormal exp results, which 1 + e^-x never needs. Within 3e-7 relative of float64
+    where the result is a normal float; subnormal results for x in [-88.38, -87.33], 0 below
+    (where they would be under 4.2e-39); 15 vector operations where `1 / (1 +
+    expand_exp_f32(-x))` took 24. NaN passes through."""
+    shifted, exp_r = reduced_exp_f32(expr, expr.clamp(a, -89.0, 86.0), sign=-1.0, coefficients=SIGMOID_EXP_COEFFICIENTS)
     power = expr.from_bits(expr.int_add(expr.shift_left(expr.to_bits(shifted), F32_MANTISSA_BITS),
                                         F32_EXPONENT_BIAS << F32_MANTISSA_BITS))
     return expr.div(1.0, expr.fma(exp_r, power, 1.0))
