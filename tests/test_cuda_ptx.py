@@ -270,19 +270,12 @@ def on_gpu(test):
 
 
 @on_gpu
+@pytest.mark.parametrize("special_values", [False, True], ids=["", "nan_inf"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_matches_the_interpreter_on_gpu(kind):
-    module, arrays = kind_inputs(kind)
-    expected = graphopt.interpret(module, *arrays)
-    got = graphopt.compile(module, backends=("cuda",), fallback="error")(*arrays)
-    for e, g in zip(expected, got, strict=True):
-        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
-
-
-@on_gpu
-@pytest.mark.parametrize("kind", [k for k in KINDS if k != "gather_cast"])  # a cast of NaN to i32 has no one answer
-def test_nan_and_inf_match_the_interpreter_on_gpu(kind):
-    module, arrays = kind_inputs(kind, special_values=True)
+def test_matches_the_interpreter_on_gpu(kind, special_values):
+    if special_values and kind == "gather_cast":
+        pytest.skip("a cast of NaN or inf to i32 has no one answer")
+    module, arrays = kind_inputs(kind, special_values)
     expected = graphopt.interpret(module, *arrays)
     got = graphopt.compile(module, backends=("cuda",), fallback="error")(*arrays)
     for e, g in zip(expected, got, strict=True):
@@ -319,7 +312,7 @@ def test_a_module_on_the_gpu_copies_its_inputs_in_once_and_its_result_out_once(m
 
 
 @on_gpu
-def test_a_device_run_releases_its_buffers_stream_and_events():
+def test_a_device_run_releases_its_stream_and_events():
     device = get_backend("cuda").device()
     released = []
     release = device.release
@@ -372,7 +365,7 @@ def test_estimate_times_the_group_on_the_gpu():
 
 
 @on_gpu
-def test_graph_run_backend_cuda_check(tmp_path):
+def test_graph_run_backend_cuda_check():
     run = subprocess.run([sys.executable, "-m", "graphopt.tools.graph_run", str(EXAMPLES / "mlp.mlir"), "--backend", "cuda", "--check",
                           "--report", "--profile"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
