@@ -3,6 +3,7 @@ backend, against the interpreter; its packing of w and the cpu schedule's rule f
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from test_conv_epilogues import TAILS, conv_module, epilogue_of, inputs
 from test_direct_conv import check_compiled, conv_layer
@@ -10,8 +11,10 @@ from test_graph_to_linalg import sample
 from test_packed_gemm import kernels
 from xdsl.dialects import func
 
+from graphopt.builder import GraphBuilder
 from graphopt.dialects import graph
 from graphopt.lowering import conv_lanes
+from graphopt.lowering.linalg import schedule
 from graphopt.lowering.linalg.schedule import CpuSchedule
 from graphopt.lowering.llvm_text import host_has_avx512
 from graphopt.lowering.pipelines import CPU
@@ -180,15 +183,17 @@ def test_rows_whose_super_tile_is_too_long_keep_the_other_ukernels(tile):
     assert lanes_calls(conv_layer((1, 8, 3, 19), sample((16, 8, 3, 3), specials=False))) == []
 
 
-def test_schedule_takes_nearly_full_blocks_of_output_channels_and_small_1x1s():
+def taken(x_shape, w_shape, strides=(1, 1), groups=1):
+    """Whether the cpu schedule's own rule gives the conv to the lanes ukernel."""
+    module = conv_layer(x_shape, sample(w_shape, specials=False), strides, groups=groups)
+    (conv,) = (op for op in module.walk() if isinstance(op, graph.Conv2dOp))
+    return RULE(CpuSchedule(), conv)
 
-    def taken(x_shape, w_shape, strides=(1, 1), groups=1):
-        module = conv_layer(x_shape, sample(w_shape, specials=False), strides, groups=groups)
-        (conv,) = (op for op in module.walk() if isinstance(op, graph.Conv2dOp))
-        return RULE(CpuSchedule(), conv)
 
+def test_schedule_takes_nearly_full_blocks_of_output_channels_and_small_1x1s(monkeypatch):
+    monkeypatch.setattr(schedule, "host_has_avx512", lambda: True)
     assert taken((1, 64, 58, 58), (64, 64, 3, 3))
-    assert taken((1, 3, 229, 229), (64, 3, 7, 7), strides=(2, 2)) == host_has_avx512()  # else the GEMM (test_conv_gemm)
+    assert taken((1, 3, 229, 229), (64, 3, 7, 7), strides=(2, 2))  # without AVX-512 the GEMM (test_conv_gemm)
     assert taken((1, 512, 9, 9), (512, 512, 3, 3))
     assert taken((1, 1024, 14, 14), (256, 1024, 1, 1))  # x read in place
     assert taken((1, 512, 28, 28), (1024, 512, 1, 1), strides=(2, 2))
@@ -200,6 +205,37 @@ def test_schedule_takes_nearly_full_blocks_of_output_channels_and_small_1x1s():
     assert taken((1, 512, 13, 13), (1000, 512, 1, 1))  # SqueezeNet's last conv: 8 of 1008 idle
     assert not taken((1, 32, 10, 10), (32, 16, 3, 3), groups=2)
     assert not taken((1, 1, 28, 28), (16, 1, 3, 3))  # one input channel: the depthwise ukernel
+
+
+def test_without_avx512_the_schedule_takes_1x1s_up_to_14x14(monkeypatch):
+    """There the conv GEMM's tiles of 16 columns leave a tile of one column at 7x7 outputs."""
+    monkeypatch.setattr(schedule, "host_has_avx512", lambda: False)
+    assert taken((1, 2048, 7, 7), (512, 2048, 1, 1))
+    assert taken((1, 1024, 14, 14), (2048, 1024, 1, 1), strides=(2, 2))
+    assert taken((1, 48, 2, 2), (1152, 48, 1, 1))
+    assert taken((1, 1024, 14, 14), (256, 1024, 1, 1))
+    assert not taken((1, 64, 56, 56), (256, 64, 1, 1))  # 1x1s at 56 and 28: the GEMM
+    assert not taken((1, 512, 28, 28), (128, 512, 1, 1))
+    assert not taken((1, 1024, 7, 7), (24, 1024, 1, 1))  # 8 idle lanes
+
+
+@pytest.mark.parametrize("x_shape, strides", [((1, 37, 7, 7), (1, 1)), ((1, 37, 13, 13), (2, 2)), ((2, 21, 5, 3), (1, 1))])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_without_avx512_small_1x1s_with_residual_match_interpreter(monkeypatch, x_shape, strides, threads):
+    """The schedule's own rule without AVX-512: 1x1s at 7x7 (stride 1 and 2) and 5x3 outputs,
+    32 output channels, bias, residual and relu in the tile, NaN and inf in x and the residual."""
+    monkeypatch.setattr(CpuSchedule, "lanes_conv", RULE)
+    monkeypatch.setattr(schedule, "host_has_avx512", lambda: False)
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    g = GraphBuilder()
+    y = g.conv2d(g.input("x", x_shape), g.constant(sample((32, x_shape[1], 1, 1), seed=1, specials=False)), strides=strides)
+    out_shape = [s.data for s in y.type.shape]
+    biased = g.add(y, g.constant(sample((32, 1, 1), seed=3, specials=False)))
+    module = g.finish(g.relu(g.add(biased, g.input("r", out_shape))))
+    assert len(lanes_calls(module)) == 1 and epilogue_of(module)
+    x = sample(x_shape, specials=False)
+    x.reshape(-1)[[0, 20, 50]] = [np.nan, np.inf, -np.inf]
+    check_compiled(module, x, sample(out_shape, seed=2), threads=threads)
 
 
 def test_runtime_weights_keep_the_direct_ukernel():

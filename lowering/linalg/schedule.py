@@ -72,8 +72,23 @@ def narrow_register_stem(op: graph.Conv2dOp) -> bool:
 
 LANES_1X1_POSITIONS = frozenset({1, *range(7 * 7 + 1, 14 * 14 + 1)})
 """Output positions of the 1x1 convs that run as `conv_lanes` rather than the conv GEMM
-(`CpuSchedule.lanes_conv`): one (squeeze-and-excite's matrix-vector convs), or more than 7x7
-and at most 14x14."""
+(`CpuSchedule.lanes_conv`) on a CPU with AVX-512: one (squeeze-and-excite's matrix-vector
+convs), or more than 7x7 and at most 14x14."""
+
+NARROW_REGISTER_LANES_1X1_POSITIONS = frozenset(range(1, 14 * 14 + 1))
+"""The same on a CPU without AVX-512: up to 14x14, 7x7 included. There the conv GEMM's tiles
+of 16 columns leave 49 = 3 x 16 + 1 columns for a tile of one column, a dot product along k
+that gathers b's column; on 2026-11-27 (2-core EPYC with AVX2 only, conv + bias (+ residual)
++ relu, 1 thread, interleaved with ONNX Runtime's Conv) ResNet-50's 512->2048 1x1 at 7x7 with
+its residual ran 2.09x ORT's time as the GEMM and 1.08x as conv_lanes, 2048->512 1.31x and
+1.11x, the stride-2 1024->2048 2.04x and 0.97x (2 threads: 1.41x -> 1.10x, 1.29x -> 1.17x,
+1.85x -> 0.98x); Inception's 1024->192 and 832->384 at 7x7 1.41x -> 1.14x and 1.39x -> 1.16x,
+256->256 at 5x5 2.04x -> 1.49x."""
+
+
+def lanes_1x1_positions() -> frozenset[int]:
+    """The output positions of the 1x1 convs that `conv_lanes` takes on this CPU."""
+    return LANES_1X1_POSITIONS if host_has_avx512() else NARROW_REGISTER_LANES_1X1_POSITIONS
 
 
 class PlainSchedule:
@@ -182,7 +197,7 @@ class CpuSchedule(PlainSchedule):
     def lanes_conv(self, op: graph.Conv2dOp) -> bool:
         """An f32 conv of one group whose output channels fill the ukernel's vectors (at most
         1/32 of the lanes idle) and whose rows its tiles fit (`conv_lanes.applies`), with a
-        window larger than 1x1 or LANES_1X1_POSITIONS output positions; it goes before `conv_gemm` and the
+        window larger than 1x1 or `lanes_1x1_positions()` output positions; it goes before `conv_gemm` and the
         direct ukernel (benchmarks/conv_lanes.py, conv + bias + relu, batch 1 unless said, 1
         thread, interleaved, time of the direct ukernel / lanes and of the conv GEMM / lanes,
         2026-11-25):
@@ -205,6 +220,8 @@ class CpuSchedule(PlainSchedule):
           stays (0.91-0.99x at stride 1, 0.78x for 256->512 /2 at 56, whose four stride phases
           lanes copies), and with 7x7 outputs: 1.02-1.15x alone, but 0.85-0.93x inside the
           models, where w (0.5-4 MB, 49 outputs per weight) comes from memory;
+          without AVX-512 the 1x1s at 7x7 and smaller outputs take lanes too (2026-11-27,
+          NARROW_REGISTER_LANES_1X1_POSITIONS);
         - 1x1s at one output position (squeeze-and-excite's, conv + bias + SiLU, 2026-11-25):
           GEMM / lanes 2.0x for 48->1152 (14.3 / 7.0 us), 2.4x for 1152->48, 1.5x for 28->672;
           in EfficientNet-ish (`Executable.profile`, both compiled in one process) its 32 such
@@ -223,7 +240,7 @@ class CpuSchedule(PlainSchedule):
             and not self.depthwise_conv(op)
             and not narrow_register_stem(op)
             and idle_lanes * 32 <= out_channels
-            and ((kernel_h, kernel_w) != (1, 1) or out_h * out_w in LANES_1X1_POSITIONS)
+            and ((kernel_h, kernel_w) != (1, 1) or out_h * out_w in lanes_1x1_positions())
         )
 
     def conv_gemm(self, op: graph.Conv2dOp) -> bool:
