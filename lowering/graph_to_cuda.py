@@ -491,9 +491,10 @@ class MatmulKernel(GenericMapper):
             if generic is contraction:
                 self.contract(code, generic)
             elif tuple(generic.get_static_loop_ranges()) == self.out_shape and "reduction" not in _iterators(generic):
-                for (i, j) in self.outputs():
+                for i, j in self.outputs():
                     element = self.batch_dims + [self.rows[i], self.columns[j]]
-                    code.when(self.inside[i][j], lambda inner, generic=generic, element=element: self.store_results(inner, generic, element))
+                    code.when(self.inside[i][j],
+                              lambda inner, generic=generic, element=element: self.store_results(inner, generic, element))
             else:
                 raise Unsupported("a matmul group may only add elementwise work on the matmul's result")
 
@@ -548,8 +549,9 @@ class MatmulKernel(GenericMapper):
             return carried
 
         totals = code.loop(code.index(0), code.index(self.k), code.index(TILE), starts, k_tile)
-        for ij, total in zip(self.outputs(), totals):
-            code.when(self.inside[ij[0]][ij[1]], lambda inner, total=total, ij=ij: self.store(inner, total, generic.outputs[0], out_map, out_dims[ij]))
+        for (i, j), total in zip(self.outputs(), totals):
+            code.when(self.inside[i][j],
+                      lambda inner, total=total, dims=out_dims[i, j]: self.store(inner, total, generic.outputs[0], out_map, dims))
 
 
 def _contract_multiply_add(add: Operation) -> None:

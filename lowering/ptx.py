@@ -2,6 +2,7 @@
 
     module = lower_groups_to_cuda(...)          # func.func kernels marked cuda.kernel (+ host launchers)
     text = ptx(module, arch="sm_90")            # one PTX module holding every kernel (`.entry`)
+    text = nvvm_to_ptx(lower_to_nvvm(module), "sm_90")   # the same in two steps
 
 The kernels go to the llvm dialect through the `nvvm` stage of `pipelines.CUDA`.
 
@@ -50,7 +51,11 @@ def target_machine(arch: str) -> llvm_binding.TargetMachine:
 
 def ptx(module: ModuleOp, arch: str = DEFAULT_ARCH) -> str:
     """The PTX of every kernel of `module` for GPU architecture `arch` (sm_80, sm_90, ...)."""
-    lowered = lower_to_nvvm(module)
+    return nvvm_to_ptx(lower_to_nvvm(module), arch)
+
+
+def nvvm_to_ptx(lowered: ModuleOp, arch: str = DEFAULT_ARCH) -> str:
+    """The PTX of `lower_to_nvvm`'s module for `arch` (lower once, emit for several archs)."""
     machine = target_machine(arch)
     ir_module = convert_module(lowered, fallback_target_triple=NVPTX_TRIPLE, data_layout=str(machine.target_data))
     for op in lowered.ops:

@@ -28,7 +28,7 @@ from graphopt.lowering.graph_to_cuda import (
     matmul_outputs_per_thread,
     supports,
 )
-from graphopt.lowering.ptx import ptx
+from graphopt.lowering.ptx import lower_to_nvvm, nvvm_to_ptx
 from graphopt.transforms.fuse import FusePass
 
 
@@ -123,8 +123,9 @@ def kernels_ptx() -> dict[tuple[str, str], str]:
     for kind, (text, _) in KINDS.items():
         module = fused(text)
         ConvertGraphToCudaPass().apply(Context(), module)
+        lowered = lower_to_nvvm(module)
         for arch in ARCHS:
-            result[kind, arch] = ptx(module, arch)
+            result[kind, arch] = nvvm_to_ptx(lowered, arch)
     return result
 
 
