@@ -144,21 +144,23 @@ class Executable:
         self.slots = {value: slot for slot, value in enumerate(dict.fromkeys(values))}
         sequences = [list(steps) for _, steps in itertools.groupby(self.steps, key=_run_kind)]
         last_read = {value: index for index, step in enumerate(self.steps) for value in step.inputs}
-        returned, exports, end = set(self.results), [], 0
-        for steps in sequences:  # what each device run copies out: values read after it, or returned
+        returned, end = set(self.results), 0
+        exports: dict[int, list[SSAValue]] = {}  # per device run (by sequence): values read after it, or returned
+        for index, steps in enumerate(sequences):
             end += len(steps)
-            outputs = [value for step in steps for value in step.outputs] if _device(steps[0]) is not None else []
-            exports.append([value for value in outputs if value in returned or last_read.get(value, -1) >= end])
-        on_device = {value for steps, exported in zip(sequences, exports) if _device(steps[0]) is not None
-                     for step in steps for value in step.outputs if value not in exported}
+            if _device(steps[0]) is not None:
+                exports[index] = [value for step in steps for value in step.outputs
+                                  if value in returned or last_read.get(value, -1) >= end]
+        on_device = {value for index, exported in exports.items() for step in sequences[index]
+                     for value in step.outputs if value not in exported}
         plan = plan_buffers(self.steps, unplanned=returned | on_device)
         self.buffer_sizes, self.buffer_of = plan.sizes, plan.buffer_of
         self.runs: list[Callable[[Frame], None]] = []
-        for steps, exported in zip(sequences, exports):
+        for index, steps in enumerate(sequences):
             if _native(steps[0]) is not None:
                 self.runs.append(self._native_run(steps))
-            elif _device(steps[0]) is not None:
-                self.runs.append(self._device_run(steps, exported))
+            elif index in exports:
+                self.runs.append(self._device_run(steps, exports[index]))
             else:
                 self.runs += [self._python_run(step) for step in steps]
 
