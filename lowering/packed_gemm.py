@@ -64,6 +64,14 @@ ROWS = 6
 """Rows of a per register tile."""
 DEPTH = 256
 """Steps of k per block."""
+ROW_BLOCK = None if host_has_avx512() else 96
+"""Rows of a per block within a k block (None: all rows), so that a's block (ROW_BLOCK x DEPTH
+floats, 96 KB) stays in L2 while every panel passes over it. A multiple of ROWS."""
+FEW_ROWS_PANELS = 1 if host_has_avx512() else 6
+"""Packed panels per tile when a has fewer than ROWS rows (a matrix-vector product: one row, a
+dense layer at batch 1): r rows take FEW_ROWS_PANELS // r panels, so that a tile still holds
+about 12 accumulators whose FMAs do not wait on each other (one row of one panel: 2, each
+waiting on the last)."""
 PREFIX = "graphopt_sgemm_packed"
 ROW_MAJOR_PREFIX = "graphopt_sgemm_rowmajor"
 PANELS, ROW_MAJOR = "panels", "row-major"
@@ -162,6 +170,8 @@ class _Ukernel(LLVMText):
         for r in tile_rows:
             for c in tile_columns:
                 self._tile(r, c)
+        if self._panel_group() > 1:
+            self._tile(self.rows, self._panel_group() * PANEL)
         self._main()
         return self.ir()
 
@@ -176,7 +186,11 @@ class _Ukernel(LLVMText):
         result, else the partial sums."""
         vectors = -(-columns // VECTOR)
         row_major = self.layout == ROW_MAJOR
-        stride = self.n if row_major else vectors * VECTOR  # floats per k step of b
+        stride = self.n if row_major else min(vectors * VECTOR, PANEL)  # floats per k step of b
+
+        def b_offset(v: int) -> int:
+            """Vector v's offset in b's k step: past PANEL columns, in the next panel (k x PANEL floats on)."""
+            return v * VECTOR if row_major else v * VECTOR // PANEL * self.k * PANEL + v * VECTOR % PANEL
 
         def lanes(v: int) -> int:
             return columns - v * VECTOR if v == vectors - 1 else VECTOR
@@ -205,7 +219,7 @@ class _Ukernel(LLVMText):
                 e(f"  %acc.{r}.{v} = phi {VECTOR_TYPE} [%init.{r}.{v}, %entry], [%sum.{r}.{v}, %loop]")
         e(f"  %b.k = mul i64 %k, {stride}")
         for v in looped:
-            e(f"  %b.at.{v} = add i64 %b.k, {v * VECTOR}")
+            e(f"  %b.at.{v} = add i64 %b.k, {b_offset(v)}")
             e(f"  %b.ptr.{v} = getelementptr float, ptr %b, i64 %b.at.{v}")
             e(load(f"%b.{v}", f"%b.ptr.{v}", lanes(v) if row_major else VECTOR))
         for r in range(rows):
@@ -285,7 +299,9 @@ class _Ukernel(LLVMText):
             self.define(f"define void @{self.name}(ptr noalias %b, ptr noalias %a{epilogue}, ptr noalias %out) {{")
         else:
             self.define(f"define void @{self.name}(ptr noalias %a, ptr noalias %b, ptr noalias %out) {{")
-        blocks = -(-self.k // DEPTH)
+        # with panels grouped for few rows, one row tile uses each block of b: k in one block
+        depth = self.k if self._panel_group() > 1 else DEPTH
+        blocks = -(-self.k // depth)
 
         def image(i: str) -> None:
             b_i = self.pointer("%b", self.value(f"mul i64 {i}, {self.k * self.n}"))
@@ -293,24 +309,44 @@ class _Ukernel(LLVMText):
             self.loop(blocks, lambda kb: k_block(kb, b_i, out_i))
 
         def k_block(kb: str, b_i: str, out_i: str) -> None:
-            k0 = self.value(f"mul i64 {kb}, {DEPTH}")
+            k0 = self.value(f"mul i64 {kb}, {depth}")
             left = self.value(f"sub i64 {self.k}, {k0}")
-            short = self.value(f"icmp ult i64 {left}, {DEPTH}")
-            kc = self.value(f"select i1 {short}, i64 {left}, i64 {DEPTH}")
+            short = self.value(f"icmp ult i64 {left}, {depth}")
+            kc = self.value(f"select i1 {short}, i64 {left}, i64 {depth}")
             flags = (self.value(f"icmp eq i64 {kb}, 0"), self.value(f"icmp eq i64 {kb}, {blocks - 1}"))
             a_k = self.pointer("%a", k0)
+            block_rows = ROW_BLOCK or self.rows
+            full_blocks, rest_rows = divmod(self.rows, block_rows)
+
+            def row_block(row: int | str, rows: int) -> None:
+                a_m = self.pointer(a_k, self._times(row, self.a_stride))
+                out_m = self.pointer(out_i, self._times(row, self.out_stride))
+                panels(a_m, out_m, b_i, k0, kc, flags, row, rows)
+
+            if full_blocks == 1 and not rest_rows:
+                row_block(0, block_rows)
+            else:
+                self.loop(full_blocks, lambda mb: row_block(self.value(f"mul i64 {mb}, {block_rows}"), block_rows))
+                if rest_rows:
+                    row_block(full_blocks * block_rows, rest_rows)
+
+        def panels(a_m: str, out_m: str, b_i: str, k0: str, kc: str, flags: tuple[str, str], row: int | str, rows: int) -> None:
             full_panels = self.n // PANEL
 
-            def panel(p: str) -> None:
-                b_p = self._panel(b_i, self.value(f"mul i64 {p}, {PANEL}"), k0, PANEL)
-                c_p = self.pointer(out_i, self.value(f"mul i64 {p}, {PANEL}"))
-                self._row_tiles(a_k, b_p, c_p, PANEL, kc, flags)
+            group = self._panel_group()
 
-            self.loop(full_panels, panel)
+            def panels_from(first: int | str, count: int) -> None:
+                column = self._times(first, PANEL)
+                b_p = self._panel(b_i, column, k0, PANEL)
+                self._row_tiles(a_m, b_p, self.pointer(out_m, column), count * PANEL, kc, flags, row, rows)
+
+            self.loop(full_panels // group, lambda g: panels_from(self._times(g, group), group))
+            for p in range(full_panels // group * group, full_panels):
+                panels_from(p, 1)
             if self.n % PANEL:
                 b_edge = self._panel(b_i, full_panels * PANEL, k0, _round_up(self.n % PANEL, VECTOR))
-                c_edge = self.pointer(out_i, full_panels * PANEL)
-                self._row_tiles(a_k, b_edge, c_edge, self.n % PANEL, kc, flags)
+                c_edge = self.pointer(out_m, full_panels * PANEL)
+                self._row_tiles(a_m, b_edge, c_edge, self.n % PANEL, kc, flags, row, rows)
 
         if self.images == 1:
             image("0")
@@ -326,14 +362,26 @@ class _Ukernel(LLVMText):
         start = self.value(f"mul i64 {column}, {self.k}")
         return self.pointer(b, self.value(f"add i64 {start}, {self.value(f'mul i64 {k0}, {width}')}"))
 
-    def _row_tiles(self, a: str, b: str, c: str, columns: int, kc: str, flags: tuple[str, str]) -> None:
-        tiles, rest = divmod(self.rows, ROWS)
+    def _panel_group(self) -> int:
+        """Packed panels per tile (`FEW_ROWS_PANELS`)."""
+        return max(1, FEW_ROWS_PANELS // self.rows) if self.layout == PANELS and self.rows < ROWS else 1
+
+    def _times(self, count: int | str, factor: int) -> int | str:
+        """count * factor: a number for a number, else a value."""
+        if isinstance(count, int) or factor == 1:
+            return count * factor
+        return self.value(f"mul i64 {count}, {factor}")
+
+    def _row_tiles(self, a: str, b: str, c: str, columns: int, kc: str, flags: tuple[str, str], first_row: int | str, rows: int) -> None:
+        """The tiles of `rows` rows from `first_row` (a and c point at that row)."""
+        tiles, rest = divmod(rows, ROWS)
         first, last = flags
 
         def call(rows: int, row: str) -> None:
             a_r = self.pointer(a, self.value(f"mul i64 {row}, {self.a_stride}"))
             c_r = self.pointer(c, self.value(f"mul i64 {row}, {self.out_stride}"))
-            epilogue = f", i1 {last}{tile_epilogue.arguments(self, self.epilogue, row, c_r)}" if self.epilogue else ""
+            channel = row if first_row == 0 else self.value(f"add i64 {first_row}, {row}")
+            epilogue = f", i1 {last}{tile_epilogue.arguments(self, self.epilogue, channel, c_r)}" if self.epilogue else ""
             self.emit(f"  call void {self._tile_name(rows, columns)}(ptr {a_r}, ptr {b}, ptr {c_r}, i64 {kc}, i1 {first}{epilogue})")
 
         self.loop(tiles, lambda t: call(ROWS, self.value(f"mul i64 {t}, {ROWS}")))
