@@ -284,3 +284,57 @@ def test_row_major_epilogue_per_row_applies_after_the_last_k_block(monkeypatch, 
     assert name.startswith("graphopt_sgemm_rowmajor_eaddAP0.addS0R.maxS1C00000000_2x270x49_8x270_")
     chunk_types = [MemRefType(f32, shape) for shape in ((1, k, n), (rows, k), (rows, 1), (1, rows, n), (1, rows, n))]
     assert chunk_name(name, chunk_types) == row_major_name(chunk_types, steps)  # a chunk keeps the epilogue
+
+
+@pytest.mark.parametrize("panel", [16, 64])
+@pytest.mark.parametrize("rows, k, n", [(1, 300, 7 * 16 + 5), (2, 260, 4 * 16), (3, 9, 5 * 16 + 1), (5, 257, 3 * 16)])
+def test_few_rows_take_several_panels_per_tile(monkeypatch, panel, rows, k, n):
+    """Rows under a register tile (a matrix-vector product) take FEW_ROWS_PANELS // rows panels
+    per tile and k in one block: groups of panels, the full panels left over, the edge panel
+    (n of 7 panels and 5 columns at PANEL 16); NaN and inf in b's later panels propagate."""
+    monkeypatch.setattr(packed_gemm, "PANEL", panel)
+    monkeypatch.setattr(packed_gemm, "FEW_ROWS_PANELS", 6)
+    a, b = sample((rows, k), seed=2, specials=False), sample((k, n), seed=1, specials=False)
+    b[k - 1, n - 1], b[0, n // 2], b[k // 2, 3 * n // 4] = np.nan, np.inf, -np.inf
+    out = np.full((rows, n), np.nan, np.float32)
+    panels = pack_panels(b)
+    call_ukernel(packed_gemm.name([MemRefType(f32, x.shape) for x in (a, panels, out)]), [a, panels, out])
+    with np.errstate(invalid="ignore"):
+        expected = a @ b
+    assert np.isnan(expected).any() and np.isinf(expected).any()
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
+@pytest.mark.parametrize("panel", [16, 64])
+def test_row_blocks_past_their_edge_on_both_layouts(monkeypatch, panel):
+    """Rows in blocks of ROW_BLOCK (12 here: two blocks and 7 rows, the last a row tile of 1)
+    within k blocks, packed and row-major b; the per-row bias of the row-major epilogue follows
+    each block's first row."""
+    monkeypatch.setattr(packed_gemm, "PANEL", panel)
+    monkeypatch.setattr(packed_gemm, "ROW_BLOCK", 12)
+    rows, k, n = 31, 300, panel + 5
+    a, b = sample((rows, k), seed=2, specials=False), sample((k, n), seed=1)
+    out = np.full((rows, n), np.nan, np.float32)
+    panels = pack_panels(b)
+    call_ukernel(packed_gemm.name([MemRefType(f32, x.shape) for x in (a, panels, out)]), [a, panels, out])
+    with np.errstate(invalid="ignore"):
+        expected = a @ b
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
+    bias = sample((rows, 1), seed=3, specials=False)
+    steps = (("add", ("A", "P0")),)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(run_row_major(b[None], a, steps, (bias,), (1, rows, n))[0], expected + bias,
+                                   rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("a_shape", [(1, 300), (2, 40)])
+def test_dense_layer_of_few_rows_matches_interpreter_on_1_and_2_threads(a_shape, threads):
+    """relu(x @ b + bias) for one and two rows (panels grouped per tile on AVX2); on 2 threads
+    the chunks of out's columns (whole panels, the last with the edge) each group their own."""
+    b = sample((a_shape[1], 13 * 16 + 5), seed=1)
+    module = dense_layer(a_shape, b, sample(b.shape[-1:], seed=2, specials=False))
+    x = sample(a_shape, seed=3)
+    expected = graphopt.interpret(module, x)
+    actual = graphopt.compile(module, backends=("cpu",), threads=threads)(x)
+    np.testing.assert_allclose(actual[0], expected[0], rtol=1e-4, atol=1e-4, equal_nan=True)
