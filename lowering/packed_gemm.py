@@ -15,7 +15,10 @@ The JIT links in the ukernel's LLVM IR (`ukernel_ir`, through `ukernels.py`), ge
 leading dims are its rows. The ukernel computes tiles of ROWS x PANEL outputs in registers
 (24 accumulators of 16 floats): each step of k loads 4 vectors of the panel, broadcasts one a
 element per row and issues 4 FMAs per row. k runs in blocks of DEPTH, so the block of a panel
-stays in cache while every row tile uses it; loops (k block, panel, row tile). The last panel
+stays in cache while every row tile uses it; without AVX-512 the rows run in blocks of ROW_BLOCK
+within a k block, so that a's block stays in L2 while every panel uses it; loops (k block, row
+block, panel, row tile). Fewer rows than a tile (a dense layer at batch 1) take several panels
+per tile (`FEW_ROWS_PANELS`) and k in one block. The last panel
 holds the remaining columns, rounded up to 16 with zeros, and stores its last vector under a
 mask; the last row tile takes the remaining rows. Tile sizes were picked by measurement: 6x64
 tiles and 256-deep blocks ran 1.1-1.3x faster than OpenBLAS (NumPy's matmul, which packs b at
@@ -65,8 +68,11 @@ ROWS = 6
 DEPTH = 256
 """Steps of k per block."""
 ROW_BLOCK = None if host_has_avx512() else 96
-"""Rows of a per block within a k block (None: all rows), so that a's block (ROW_BLOCK x DEPTH
-floats, 96 KB) stays in L2 while every panel passes over it. A multiple of ROWS."""
+"""Rows of a per block within a k block (None: all rows) where a has more than ROWS_IN_L2 rows,
+so that a's block (ROW_BLOCK x DEPTH floats, 96 KB) stays in L2 while every panel passes over
+it, rather than a's whole k block coming from L3 for every panel. A multiple of ROWS."""
+ROWS_IN_L2 = 256
+"""Rows of a whose k block (256 KB at DEPTH 256: half of Zen 1's L2) stays in L2 unblocked."""
 FEW_ROWS_PANELS = 1 if host_has_avx512() else 6
 """Packed panels per tile when a has fewer than ROWS rows (a matrix-vector product: one row, a
 dense layer at batch 1): r rows take FEW_ROWS_PANELS // r panels, so that a tile still holds
@@ -315,7 +321,7 @@ class _Ukernel(LLVMText):
             kc = self.value(f"select i1 {short}, i64 {left}, i64 {depth}")
             flags = (self.value(f"icmp eq i64 {kb}, 0"), self.value(f"icmp eq i64 {kb}, {blocks - 1}"))
             a_k = self.pointer("%a", k0)
-            block_rows = ROW_BLOCK or self.rows
+            block_rows = ROW_BLOCK if ROW_BLOCK and self.rows > ROWS_IN_L2 else self.rows
             full_blocks, rest_rows = divmod(self.rows, block_rows)
 
             def row_block(row: int | str, rows: int) -> None:

@@ -307,11 +307,12 @@ def test_few_rows_take_several_panels_per_tile(monkeypatch, panel, rows, k, n):
 
 @pytest.mark.parametrize("panel", [16, 64])
 def test_row_blocks_past_their_edge_on_both_layouts(monkeypatch, panel):
-    """Rows in blocks of ROW_BLOCK (12 here: two blocks and 7 rows, the last a row tile of 1)
-    within k blocks, packed and row-major b; the per-row bias of the row-major epilogue follows
+    """Rows in blocks of ROW_BLOCK past ROWS_IN_L2 rows (12 past 24 here: two blocks and 7 rows,
+    the last a row tile of 1) within k blocks, packed and row-major b; the per-row bias of the row-major epilogue follows
     each block's first row."""
     monkeypatch.setattr(packed_gemm, "PANEL", panel)
     monkeypatch.setattr(packed_gemm, "ROW_BLOCK", 12)
+    monkeypatch.setattr(packed_gemm, "ROWS_IN_L2", 24)
     rows, k, n = 31, 300, panel + 5
     a, b = sample((rows, k), seed=2, specials=False), sample((k, n), seed=1)
     out = np.full((rows, n), np.nan, np.float32)
