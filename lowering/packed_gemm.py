@@ -15,9 +15,9 @@ The JIT links in the ukernel's LLVM IR (`ukernel_ir`, through `ukernels.py`), ge
 leading dims are its rows. The ukernel computes tiles of ROWS x PANEL outputs in registers
 (24 accumulators of 16 floats): each step of k loads 4 vectors of the panel, broadcasts one a
 element per row and issues 4 FMAs per row. k runs in blocks of DEPTH, so the block of a panel
-stays in cache while every row tile uses it; without AVX-512 the rows run in blocks of ROW_BLOCK
-within a k block, so that a's block stays in L2 while every panel uses it; loops (k block, row
-block, panel, row tile). Fewer rows than a tile (a dense layer at batch 1) take several panels
+stays in cache while every row tile uses it; without AVX-512 many rows of a on packed b run in
+blocks of ROW_BLOCK within a k block, so that a's block stays in L2 while every panel uses it;
+loops (k block, row block, panel, row tile). Fewer rows than a tile (a dense layer at batch 1) take several panels
 per tile (`FEW_ROWS_PANELS`) and k in one block. The last panel
 holds the remaining columns, rounded up to 16 with zeros, and stores its last vector under a
 mask; the last row tile takes the remaining rows. Tile sizes were picked by measurement: 6x64
@@ -68,9 +68,11 @@ ROWS = 6
 DEPTH = 256
 """Steps of k per block."""
 ROW_BLOCK = None if host_has_avx512() else 96
-"""Rows of a per block within a k block (None: all rows) where a has more than ROWS_IN_L2 rows,
-so that a's block (ROW_BLOCK x DEPTH floats, 96 KB) stays in L2 while every panel passes over
-it, rather than a's whole k block coming from L3 for every panel. A multiple of ROWS."""
+"""Rows of a per block within a k block (None: all rows) where b is packed and a has more than
+ROWS_IN_L2 rows, so that a's block (ROW_BLOCK x DEPTH floats, 96 KB) stays in L2 while every
+panel passes over it, rather than a's whole k block coming from L3 for every panel: 2048 x 1024
+x 1000 ran 1.9x faster (docs/cpu-codegen.md). A multiple of ROWS. The conv GEMM (row-major b)
+measured the same either way and keeps its loops."""
 ROWS_IN_L2 = 256
 """Rows of a whose k block (256 KB at DEPTH 256: half of Zen 1's L2) stays in L2 unblocked."""
 FEW_ROWS_PANELS = 1 if host_has_avx512() else 6
@@ -321,13 +323,13 @@ class _Ukernel(LLVMText):
             kc = self.value(f"select i1 {short}, i64 {left}, i64 {depth}")
             flags = (self.value(f"icmp eq i64 {kb}, 0"), self.value(f"icmp eq i64 {kb}, {blocks - 1}"))
             a_k = self.pointer("%a", k0)
-            block_rows = ROW_BLOCK if ROW_BLOCK and self.rows > ROWS_IN_L2 else self.rows
+            block_rows = ROW_BLOCK if ROW_BLOCK and self.layout == PANELS and self.rows > ROWS_IN_L2 else self.rows
             full_blocks, rest_rows = divmod(self.rows, block_rows)
 
             def row_block(row: int | str, rows: int) -> None:
                 a_m = self.pointer(a_k, self._times(row, self.a_stride))
                 out_m = self.pointer(out_i, self._times(row, self.out_stride))
-                panels(a_m, out_m, b_i, k0, kc, flags, row, rows)
+                panels(a_m, out_m, b_i, k0, kc, flags, rows)
 
             if full_blocks == 1 and not rest_rows:
                 row_block(0, block_rows)
@@ -336,7 +338,7 @@ class _Ukernel(LLVMText):
                 if rest_rows:
                     row_block(full_blocks * block_rows, rest_rows)
 
-        def panels(a_m: str, out_m: str, b_i: str, k0: str, kc: str, flags: tuple[str, str], row: int | str, rows: int) -> None:
+        def panels(a_m: str, out_m: str, b_i: str, k0: str, kc: str, flags: tuple[str, str], rows: int) -> None:
             full_panels = self.n // PANEL
 
             group = self._panel_group()
@@ -344,7 +346,7 @@ class _Ukernel(LLVMText):
             def panels_from(first: int | str, count: int) -> None:
                 column = self._times(first, PANEL)
                 b_p = self._panel(b_i, column, k0, PANEL)
-                self._row_tiles(a_m, b_p, self.pointer(out_m, column), count * PANEL, kc, flags, row, rows)
+                self._row_tiles(a_m, b_p, self.pointer(out_m, column), count * PANEL, kc, flags, rows)
 
             self.loop(full_panels // group, lambda g: panels_from(self._times(g, group), group))
             for p in range(full_panels // group * group, full_panels):
@@ -352,7 +354,7 @@ class _Ukernel(LLVMText):
             if self.n % PANEL:
                 b_edge = self._panel(b_i, full_panels * PANEL, k0, _round_up(self.n % PANEL, VECTOR))
                 c_edge = self.pointer(out_m, full_panels * PANEL)
-                self._row_tiles(a_m, b_edge, c_edge, self.n % PANEL, kc, flags, row, rows)
+                self._row_tiles(a_m, b_edge, c_edge, self.n % PANEL, kc, flags, rows)
 
         if self.images == 1:
             image("0")
@@ -378,16 +380,15 @@ class _Ukernel(LLVMText):
             return count * factor
         return self.value(f"mul i64 {count}, {factor}")
 
-    def _row_tiles(self, a: str, b: str, c: str, columns: int, kc: str, flags: tuple[str, str], first_row: int | str, rows: int) -> None:
-        """The tiles of `rows` rows from `first_row` (a and c point at that row)."""
+    def _row_tiles(self, a: str, b: str, c: str, columns: int, kc: str, flags: tuple[str, str], rows: int) -> None:
+        """The tiles of `rows` rows from a's and c's (a row block's: with an epilogue, row 0's)."""
         tiles, rest = divmod(rows, ROWS)
         first, last = flags
 
         def call(rows: int, row: str) -> None:
             a_r = self.pointer(a, self.value(f"mul i64 {row}, {self.a_stride}"))
             c_r = self.pointer(c, self.value(f"mul i64 {row}, {self.out_stride}"))
-            channel = row if first_row == 0 else self.value(f"add i64 {first_row}, {row}")
-            epilogue = f", i1 {last}{tile_epilogue.arguments(self, self.epilogue, channel, c_r)}" if self.epilogue else ""
+            epilogue = f", i1 {last}{tile_epilogue.arguments(self, self.epilogue, row, c_r)}" if self.epilogue else ""
             self.emit(f"  call void {self._tile_name(rows, columns)}(ptr {a_r}, ptr {b}, ptr {c_r}, i64 {kc}, i1 {first}{epilogue})")
 
         self.loop(tiles, lambda t: call(ROWS, self.value(f"mul i64 {t}, {ROWS}")))
