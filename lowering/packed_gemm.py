@@ -17,9 +17,9 @@ leading dims are its rows. The ukernel computes tiles of ROWS x PANEL outputs in
 element per row and issues 4 FMAs per row. k runs in blocks of DEPTH, so the block of a panel
 stays in cache while every row tile uses it; without AVX-512 many rows of a on packed b run in
 blocks of ROW_BLOCK within a k block, so that a's block stays in L2 while every panel uses it;
-loops (k block, row block, panel, row tile). Fewer rows than a tile (a dense layer at batch 1) take several panels
-per tile (`FEW_ROWS_PANELS`) and k in one block. The last panel
-holds the remaining columns, rounded up to 16 with zeros, and stores its last vector under a
+loops (k block, row block, panel, row tile). Fewer rows than a tile (a dense layer at batch 1)
+take several panels per tile (`FEW_ROWS_PANELS`) and k in one block. The last panel holds the
+remaining columns, rounded up to 16 with zeros, and stores its last vector under a
 mask; the last row tile takes the remaining rows. Tile sizes were picked by measurement: 6x64
 tiles and 256-deep blocks ran 1.1-1.3x faster than OpenBLAS (NumPy's matmul, which packs b at
 every call) on 128x768x3072, 128x3072x768 and 256x1024x1024, at 1 thread; 12x32 tiles were
@@ -340,7 +340,6 @@ class _Ukernel(LLVMText):
 
         def panels(a_m: str, out_m: str, b_i: str, k0: str, kc: str, flags: tuple[str, str], rows: int) -> None:
             full_panels = self.n // PANEL
-
             group = self._panel_group()
 
             def panels_from(first: int | str, count: int) -> None:
@@ -375,13 +374,16 @@ class _Ukernel(LLVMText):
         return max(1, FEW_ROWS_PANELS // self.rows) if self.layout == PANELS and self.rows < ROWS else 1
 
     def _times(self, count: int | str, factor: int) -> int | str:
-        """count * factor: a number for a number, else a value."""
-        if isinstance(count, int) or factor == 1:
+        """count * factor: a number for a number, else a value (count itself for a factor of 1)."""
+        if isinstance(count, int):
             return count * factor
+        if factor == 1:
+            return count
         return self.value(f"mul i64 {count}, {factor}")
 
     def _row_tiles(self, a: str, b: str, c: str, columns: int, kc: str, flags: tuple[str, str], rows: int) -> None:
-        """The tiles of `rows` rows from a's and c's (a row block's: with an epilogue, row 0's)."""
+        """The tiles of `rows` rows of a and c (a row block's; with an epilogue, the rows from 0:
+        row blocks are for packed b only, which has none)."""
         tiles, rest = divmod(rows, ROWS)
         first, last = flags
 
