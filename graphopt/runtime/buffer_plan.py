@@ -4,26 +4,39 @@ Executable's host buffers and for a device run's device buffers.
     plan = plan_buffers(steps, unplanned=set(results))
     plan.sizes        # [bytes of buffer 0, ...]
     plan.buffer_of    # {value: buffer index} for every produced value not in `unplanned`
+    plan.offset_of    # {value: byte offset in its buffer} for values planned as slices
 
 A value's buffer is free again once the last step reading it has run; the next value takes the
 smallest free buffer it fits, or a new one.
+
+A concat whose inputs are consecutive slices of its result (`in_place_concats`: the dims
+before its axis all 1) can be planned in place: its result's buffer is taken when the first of
+its inputs is produced, each input is planned as its slice, so their producers write the result
+and the concat step has nothing left to do (the Executable does not run it):
+
+    %a = conv ...; %b = conv ...; %y = graph.concat %a, %b {axis = 1}   (shapes 1x64x55x55 each)
+    buffer_of[%a] == buffer_of[%b] == buffer_of[%y]; offset_of[%b] == 64 * 55 * 55 * 4
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
+from graphopt.dialects import graph
 from graphopt.dialects.attributes import numpy_dtype
+from graphopt.runtime.arrays import ALIGNMENT
 
 
 class PlannedStep(Protocol):
     """What the plan reads of a step: the values it reads and the values it writes."""
 
+    op: Operation
     inputs: Sequence[SSAValue]
     outputs: Sequence[SSAValue]
 
@@ -34,35 +47,88 @@ class BufferPlan:
     """Bytes of each buffer."""
     buffer_of: dict[SSAValue, int]
     """The buffer each planned value lives in."""
+    offset_of: dict[SSAValue, int]
+    """Where in its buffer each value planned as a slice of an in-place concat's result starts
+    (bytes); a value not here starts at 0."""
 
 
-def plan_buffers(steps: Sequence[PlannedStep], unplanned: Set[SSAValue]) -> BufferPlan:
+def plan_buffers(steps: Sequence[PlannedStep], unplanned: Set[SSAValue], in_place: Set[int] = frozenset()) -> BufferPlan:
     """A buffer for every value the steps produce, except those in `unplanned` (the caller gives
-    them memory of their own: results, values copied out), reused by liveness."""
+    them memory of their own: results, values copied out), reused by liveness; the concats at
+    the indices `in_place` (from `in_place_concats`) get their inputs as slices of their result."""
     last_use: dict[SSAValue, int] = {}
     for index, step in enumerate(steps):
         for value in step.inputs:
             last_use[value] = index
+    slice_of: dict[SSAValue, tuple[SSAValue, int]] = {}  # a concat's input: (its result, byte offset)
+    for index in in_place:
+        (result,), offset = steps[index].outputs, 0
+        for value in steps[index].inputs:
+            slice_of[value], offset = (result, offset), offset + value_nbytes(value)
     free: list[int] = []
     sizes: list[int] = []
     buffer_of: dict[SSAValue, int] = {}
+    offset_of: dict[SSAValue, int] = {}
     for index, step in enumerate(steps):
         for value in step.outputs:
-            if value in unplanned:
+            if value in unplanned or value in buffer_of:  # an in-place concat's result: taken already
                 continue
-            size = value_nbytes(value)
-            fitting = [b for b in free if sizes[b] >= size]
-            if fitting:
-                buffer = min(fitting, key=sizes.__getitem__)
-                free.remove(buffer)
-            else:
-                buffer = len(sizes)
-                sizes.append(size)
-            buffer_of[value] = buffer
+            whole, offset = slice_of.get(value, (value, 0))
+            if whole not in buffer_of:
+                size = value_nbytes(whole)
+                fitting = [b for b in free if sizes[b] >= size]
+                if fitting:
+                    buffer = min(fitting, key=sizes.__getitem__)
+                    free.remove(buffer)
+                else:
+                    buffer = len(sizes)
+                    sizes.append(size)
+                buffer_of[whole] = buffer
+            buffer_of[value] = buffer_of[whole]
+            if value is not whole:
+                offset_of[value] = offset
         for value in step.inputs:
-            if last_use.get(value) == index and value in buffer_of and value not in step.outputs:
+            if last_use.get(value) == index and value in buffer_of and value not in step.outputs and value not in slice_of:
                 free.append(buffer_of[value])
-    return BufferPlan(sizes, buffer_of)
+    return BufferPlan(sizes, buffer_of, offset_of)
+
+
+def in_place_concats(steps: Sequence[PlannedStep], unplanned: Set[SSAValue]) -> set[int]:
+    """The indices of the steps that are a concat `plan_buffers` can plan in place: every dim
+    before its axis 1 (each input a contiguous slice of the result), each input produced by an
+    earlier step that is not such a concat, read by this concat alone, once, and starting at a
+    multiple of ALIGNMENT bytes (kernels get aligned arguments); nothing of it in `unplanned`."""
+    producer = {value: index for index, step in enumerate(steps) for value in step.outputs}
+    readers: dict[SSAValue, int] = {}
+    for step in steps:
+        for value in step.inputs:
+            readers[value] = readers.get(value, 0) + 1
+    found: set[int] = set()
+    for index, step in enumerate(steps):
+        concat = _lone_concat(step.op)
+        if concat is None or any(v in unplanned for v in (*step.inputs, *step.outputs)):
+            continue
+        shape = step.outputs[0].type.get_shape()
+        axis = concat.axis.value.data % len(shape)
+        offsets = itertools.accumulate((value_nbytes(v) for v in step.inputs[:-1]), initial=0)
+        if (
+            all(size == 1 for size in shape[:axis])
+            and all(offset % ALIGNMENT == 0 for offset in offsets)
+            and all(readers[v] == 1 and producer.get(v, index) < index and producer[v] not in found for v in step.inputs)
+        ):
+            found.add(index)
+    return found
+
+
+def _lone_concat(op: Operation) -> graph.ConcatOp | None:
+    """`op` when it is a concat, or a fused group of one concat of its inputs in order; else None."""
+    if isinstance(op, graph.FusedOp):
+        block = op.body.block
+        ops = [o for o in block.ops if not isinstance(o, (graph.ConstantOp, graph.YieldOp))]
+        if len(ops) != 1 or list(ops[0].operands) != list(block.args) or list(block.last_op.operands) != list(ops[0].results):
+            return None
+        op = ops[0]
+    return op if isinstance(op, graph.ConcatOp) else None
 
 
 def value_dtype(value: SSAValue) -> np.dtype:

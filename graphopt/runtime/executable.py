@@ -40,7 +40,7 @@ from graphopt.dialects.attributes import dense_to_numpy
 from graphopt.errors import GraphoptError
 from graphopt.interpreter import check_arguments
 from graphopt.runtime.arrays import ALIGNMENT, aligned_array, aligned_empty
-from graphopt.runtime.buffer_plan import plan_buffers, value_dtype, value_nbytes
+from graphopt.runtime.buffer_plan import in_place_concats, plan_buffers, value_dtype, value_nbytes
 from graphopt.runtime.device_run import Device, DeviceRun
 from graphopt.runtime.jit import CallSequence, NativeCall
 from graphopt.runtime.profile import Profile, StepProfile
@@ -153,12 +153,19 @@ class Executable:
                                   if value in returned or last_read.get(value, -1) >= end]
         on_device = {value for index, exported in exports.items() for step in sequences[index]
                      for value in step.outputs if value not in exported}
-        plan = plan_buffers(self.steps, unplanned=returned | on_device)
-        self.buffer_sizes, self.buffer_of = plan.sizes, plan.buffer_of
+        in_place = {index for index in in_place_concats(self.steps, returned | on_device)
+                    if _native(self.steps[index]) is not None}
+        plan = plan_buffers(self.steps, unplanned=returned | on_device, in_place=in_place)
+        self.buffer_sizes, self.buffer_of, self.offset_of = plan.sizes, plan.buffer_of, plan.offset_of
+        self.in_place_steps = {self.steps[index].name for index in in_place}
+        """The names of the concats whose producers write their result in place
+        (`in_place_concats`): they are never run."""
         self.runs: list[Callable[[Frame], None]] = []
         for index, steps in enumerate(sequences):
             if _native(steps[0]) is not None:
-                self.runs.append(self._native_run(steps))
+                steps = [step for step in steps if step.name not in self.in_place_steps]
+                if steps:
+                    self.runs.append(self._native_run(steps))
             elif index in exports:
                 self.runs.append(self._device_run(steps, exports[index]))
             else:
@@ -255,6 +262,7 @@ class Executable:
         if self._step_runs is None:
             self._step_runs = [
                 None if step.device_run is not None
+                else _nothing if step.name in self.in_place_steps
                 else self._call_sequence([step]) if _native(step) is not None
                 else self._python_run(step)
                 for step in self.steps
@@ -294,8 +302,9 @@ class Executable:
                 frame.bind(self.slots[value], array)
             buffers = [aligned_empty(size, np.uint8, alignment=64) for size in self.buffer_sizes]
             for value, buffer in self.buffer_of.items():
-                view = buffers[buffer][: value_nbytes(value)].view(value_dtype(value)).reshape(value.type.get_shape())
-                frame.bind(self.slots[value], view)
+                start = self.offset_of.get(value, 0)
+                view = buffers[buffer][start : start + value_nbytes(value)].view(value_dtype(value))
+                frame.bind(self.slots[value], view.reshape(value.type.get_shape()))
         return frame
 
     def save(self, path: str | os.PathLike) -> None:
@@ -322,11 +331,12 @@ class Executable:
         return [StepPlacement(step.name, op_kinds(step.op), step.backend, step.reason) for step in self.steps]
 
     def report(self) -> str:
-        """One line per step: its name, where it runs, the native run that calls it, and for a
-        step not on the first backend asked for, why."""
+        """One line per step: its name, where it runs, the native run that calls it (or that it
+        is a concat planned in place), and for a step not on the first backend asked for, why."""
         lines = []
         for step, placed in zip(self.steps, self.placement()):
-            run = (f"  [native run {step.native_run}]" if step.native_run is not None
+            run = ("  [in place: its inputs' producers write it]" if step.name in self.in_place_steps
+                   else f"  [native run {step.native_run}]" if step.native_run is not None
                    else f"  [device run {step.device_run}]" if step.device_run is not None else "")
             why = f"  ({placed.reason})" if placed.reason else ""
             lines.append(f"{placed.step:<40} {placed.backend}{run}{why}")
@@ -357,6 +367,10 @@ class Frame:
             self.arrays[slot] = array
             self.addresses[slot] = array.ctypes.data
         return self.addresses[slot]
+
+
+def _nothing(frame: Frame) -> None:
+    """The profile's run of a step with nothing to do (a concat planned in place)."""
 
 
 def _native(step: Step) -> NativeEntry | None:

@@ -1,0 +1,151 @@
+"""Where a model's time goes against ONNX Runtime, by category (issue 17).
+
+    python benchmarks/model_categories.py --models squeezenet,shufflenet [--threads 1,2] [--repeat 20]
+
+Every graphopt step (`Executable.profile`) and every ONNX Runtime node (its per-node profile,
+`SessionOptions.enable_profiling`), medians of `repeat` runs, summed by category: convs by the
+ukernel the cpu schedule picks (`CpuSchedule`: depthwise, lanes, GEMM, direct, loops), pools,
+concats, FC, reshapes/transposes (channel shuffles), the rest by op kind. ORT's conv nodes are
+matched to graphopt's convs by (w, x) shape in order, so each conv row compares the same convs
+(unmatched ones are printed). The last rows: the sum of steps (nodes), a whole call's median, and
+the difference, the per-call overhead. Then the convs with the largest gaps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import statistics
+import tempfile
+import time
+
+import numpy as np
+import onnxruntime
+
+import graphopt
+from graphopt.dialects import graph
+from graphopt.lowering.linalg.schedule import CpuSchedule
+from models import BACKENDS, load_model, model_inputs
+
+ORT_CATEGORIES = {
+    "Conv": "conv", "FusedConv": "conv", "MaxPool": "pool", "AveragePool": "pool", "GlobalAveragePool": "pool",
+    "Concat": "concat", "Gemm": "FC", "MatMul": "FC", "FusedGemm": "FC",
+    "Reshape": "reshape/transpose", "Transpose": "reshape/transpose", "Flatten": "reshape/transpose",
+}
+TOP_CONVS = 8
+
+
+def conv_kind(op: graph.Conv2dOp, schedule: CpuSchedule = CpuSchedule()) -> str:
+    """The ukernel the cpu lowering calls for `op` (linalg/conv.py asks in this order)."""
+    for kind, applies in (("depthwise", schedule.depthwise_conv), ("lanes", schedule.lanes_conv),
+                          ("GEMM", schedule.conv_gemm), ("direct", schedule.direct_conv)):
+        if applies(op):
+            return f"conv {kind}"
+    return "conv loops"
+
+
+def step_category(step) -> tuple[str, graph.Conv2dOp | None]:
+    """A step's category, and its conv if it has one."""
+    ops = list(step.op.body.block.ops) if isinstance(step.op, graph.FusedOp) else [step.op]
+    ops = [op for op in ops if not isinstance(op, (graph.ConstantOp, graph.YieldOp))]
+    kinds = [op.name.removeprefix("graph.") for op in ops]
+    convs = [op for op in ops if isinstance(op, graph.Conv2dOp)]
+    if convs:
+        return conv_kind(convs[0]), convs[0]
+    for category, matches in (("pool", "pool"), ("concat", "concat"), ("FC", "matmul")):
+        if any(matches in kind for kind in kinds):
+            return category, None
+    if any(kind in ("transpose", "reshape") for kind in kinds):
+        return "reshape/transpose", None
+    return "+".join(kinds), None
+
+
+def ort_node_seconds(model, inputs: list[np.ndarray], threads: int, repeat: int) -> tuple[dict[str, tuple[dict, float]], float]:
+    """Each ORT node's (profile args, median seconds), and the median of whole runs."""
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    options.enable_profiling = True
+    options.profile_file_prefix = os.path.join(tempfile.mkdtemp(), "ort")
+    session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    feed = {value.name: array for value, array in zip(session.get_inputs(), inputs)}
+    session.run(None, feed)
+    walls = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        session.run(None, feed)
+        walls.append(time.perf_counter() - start)
+    path = session.end_profiling()
+    with open(path) as file:
+        events = json.load(file)
+    os.remove(path)
+    samples: dict[str, list[float]] = collections.defaultdict(list)
+    args: dict[str, dict] = {}
+    for event in events:
+        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
+            samples[event["name"]].append(event["dur"] * 1e-6)
+            args[event["name"]] = event["args"]
+    return {name: (args[name], statistics.median(s[-repeat:])) for name, s in samples.items()}, statistics.median(walls)
+
+
+def compare(name: str, threads: int, repeat: int) -> None:
+    model = load_model(name)
+    inputs = model_inputs(model, np.random.default_rng(0))
+    executable = graphopt.compile(graphopt.from_onnx(model), backends=BACKENDS, threads=threads)
+    profile = executable.profile(*inputs, repeat=repeat)
+    ours, ours_count = collections.defaultdict(float), collections.Counter()
+    convs = []
+    for step, row in zip(executable.steps, profile.steps):
+        category, conv = step_category(step)
+        ours[category] += row.seconds
+        ours_count[category] += 1
+        if conv is not None:
+            convs.append((category, tuple(conv.w.type.get_shape()), tuple(conv.x.type.get_shape()), row.seconds))
+    nodes, ort_call = ort_node_seconds(model, inputs, threads, repeat)
+    theirs, theirs_count = collections.defaultdict(float), collections.Counter()
+    ort_convs: dict[tuple, list[float]] = collections.defaultdict(list)
+    for args, seconds in nodes.values():
+        category = ORT_CATEGORIES.get(args["op_name"], args["op_name"])
+        if category == "conv":
+            x, w = ([*shape.values()][0] for shape in args["input_type_shape"][:2])
+            ort_convs[(tuple(w), tuple(x))].append(seconds)
+        else:
+            theirs[category] += seconds
+            theirs_count[category] += 1
+    gaps = []
+    for category, w, x, seconds in convs:
+        matched = ort_convs.get((w, x))
+        if not matched:
+            print(f"unmatched conv w{w} x{x}")
+            continue
+        ort_seconds = matched.pop(0)
+        theirs[category] += ort_seconds
+        theirs_count[category] += 1
+        gaps.append((seconds - ort_seconds, category, w, x, seconds, ort_seconds))
+    ort_sum = sum(seconds for _, seconds in nodes.values())
+    print(f"\n{name}, {threads} thread(s): ms (steps / nodes)")
+    print("| category | graphopt | ORT | gap |\n|---|---|---|---|")
+    for category in sorted(set(ours) | set(theirs), key=lambda c: theirs[c] - ours[c]):
+        print(f"| {category} | {ours[category] * 1e3:.2f} ({ours_count[category]}) | "
+              f"{theirs[category] * 1e3:.2f} ({theirs_count[category]}) | {(ours[category] - theirs[category]) * 1e3:+.2f} |")
+    print(f"| sum of steps / nodes | {profile.total_seconds * 1e3:.2f} | {ort_sum * 1e3:.2f} | |")
+    print(f"| whole call | {profile.call_seconds * 1e3:.2f} | {ort_call * 1e3:.2f} | {(profile.call_seconds - ort_call) * 1e3:+.2f} |")
+    print(f"| call - sum | {(profile.call_seconds - profile.total_seconds) * 1e3:+.2f} | {(ort_call - ort_sum) * 1e3:+.2f} | |")
+    for _, category, w, x, seconds, ort_seconds in sorted(gaps, reverse=True)[:TOP_CONVS]:
+        print(f"  {category:<14} w{w} x{x}: {seconds * 1e3:.3f} / {ort_seconds * 1e3:.3f} ms, {seconds / ort_seconds:.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="squeezenet,inception_v2,shufflenet,vgg19")
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args()
+    for name in args.models.split(","):
+        for threads in map(int, args.threads.split(",")):
+            compare(name, threads, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
