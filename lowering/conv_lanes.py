@@ -48,13 +48,12 @@ from graphopt.lowering.llvm_text import (
     store_first,
 )
 
-AVX512_TILE = (2, 14, 7, 12, 0, 0)
-AVX2_TILE = (1, 6, 4, 13, 8, 16)
-"""(BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES, ROW_REGISTERS, CHANNEL_CHUNK) of a
-register tile (`register_tile`)."""
+AVX512_TILE = (2, 14, 7, 12, 0)
+AVX2_TILE = (1, 6, 4, 13, 8)
+"""(BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES, ROW_REGISTERS) of a register tile (`register_tile`)."""
 
 
-def register_tile(avx512: bool) -> tuple[int, int, int, int, int, int]:
+def register_tile(avx512: bool) -> tuple[int, int, int, int, int]:
     """The register tile for a CPU with or without AVX-512 (`llvm_text.host_has_avx512`): with
     AVX-512's 32 registers of 16 floats, 2 x 14 (28 accumulators, 2 weight vectors; 2 x 14 ran
     1-4% faster than 2 x 12, 3 x 8, 4 x 6 and 1 x 28 on ResNet-50's 3x3s and stem, Zen 4);
@@ -65,17 +64,14 @@ def register_tile(avx512: bool) -> tuple[int, int, int, int, int, int]:
     super-tiles of up to 13 tiles so that rows of 13 (SqueezeNet's) fit tiles of 6: 64->256 3x3
     at 13 ran 7.4x, 512->1008 1x1 1.6x faster than the direct ukernel and the GEMM there.
     ROW_REGISTERS: registers of 16 floats that a row of taps may fill (`taps_per_step`): AVX2's
-    16 of 8 floats; 0 (one tap per step) with AVX-512, where rows of taps were not measured.
-    CHANNEL_CHUNK: input channels per pass of a strided conv's super-tile (`channel_chunk`); 0
-    (one pass) with AVX-512, where it was not measured."""
+    16 of 8 floats; 0 (one tap per step) with AVX-512, where rows of taps were not measured."""
     return AVX512_TILE if avx512 else AVX2_TILE
 
 
-BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES, ROW_REGISTERS, CHANNEL_CHUNK = register_tile(host_has_avx512())
+BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES, ROW_REGISTERS = register_tile(host_has_avx512())
 """Vectors of 16 output channels per register tile; output positions per tile, at most and at
 least; tiles of a super-tile, and tiles after the last one, written out at most (`positions`);
-registers for a row of taps (`taps_per_step`); input channels per pass (`channel_chunk`): this
-CPU's `register_tile`."""
+registers for a row of taps (`taps_per_step`): this CPU's `register_tile`."""
 PLAIN_STORE_LANES = 0 if host_has_avx512() else 4
 """Tiles of at most this many positions store them as vectors of P floats (`store_first`: one
 `vmovups xmm` for 4) rather than under a mask (`store`): without AVX-512 the masked store is
@@ -116,19 +112,6 @@ def taps_per_step(kernel_w: int, positions: int) -> int:
     (Zen 1, AVX2, tiles of 4, 3x3: 24 FMAs, 6 weight loads, 6 broadcasts per step; with plain
     stores, 64->64 at 56 and 128->128 at 28 1.12-1.13x faster than one tap with masked stores)."""
     return kernel_w if BLOCKS * (kernel_w + positions) + 1 <= ROW_REGISTERS else 1
-
-
-def channel_chunk(channels: int, window: tuple[int, int], strides: tuple[int, int]) -> int | None:
-    """Input channels per pass over a super-tile, or None for one pass over all of them. A
-    strided conv's tile reads 2P + 1 x values per row of taps from two stride phases, and its x
-    over all input channels leaves L1 before the next tile reads it again (Zen 1: the stride-2
-    3x3s ran 1.15-1.26x faster with every channel's x replaced by the first's). In passes of
-    CHANNEL_CHUNK channels, each over all tiles of the super-tile, the passes' x and w stay
-    in L1; the tiles keep their partial sums in a buffer on the stack between passes (3x3/2:
-    1.08-1.10x faster; not 1x1s, whose passes are too short: 512->1024 1x1/2 at 28 0.93x)."""
-    if CHANNEL_CHUNK and window != (1, 1) and strides != (1, 1) and channels > CHANNEL_CHUNK:
-        return CHANNEL_CHUNK
-    return None
 
 
 def packed_shape(w_shape: Sequence[int]) -> tuple[int, ...]:
@@ -183,11 +166,6 @@ def _transposed(text: LLVMText, rows: Sequence[str]) -> list[str]:
     return rows
 
 
-_Pass = tuple[int, bool, bool]
-"""A tile's pass over some input channels (`channel_chunk`): how many, whether it starts from
-the partial sums at its %partial, and whether it leaves its sums there (else it stores out)."""
-
-
 class _Ukernel(LLVMText):
     def __init__(self, name_: str, types: Sequence[MemRefType]):
         super().__init__()
@@ -202,14 +180,14 @@ class _Ukernel(LLVMText):
         _, _, self.kernel_h, self.kernel_w, _ = w
         _, self.out_channels, self.out_h, self.out_w = out
         self.positions = self.out_h * self.out_w
-        self.tiles: dict[tuple[int, int, tuple[int, ...], _Pass | None], str] = {}
+        self.tiles: dict[tuple[int, int, tuple[int, ...]], str] = {}
 
     def text(self) -> str:
         shifts = self._shifts()
         self.emit(f"@{self.name}.shifts = internal constant [{len(shifts)} x i64] [{', '.join(f'i64 {s}' for s in shifts)}]")
         self._main()
-        for (blocks, channels, offsets, pass_), tile_name in list(self.tiles.items()):
-            self._tile(tile_name, blocks, channels, offsets, pass_)
+        for (blocks, channels, offsets), tile_name in list(self.tiles.items()):
+            self._tile(tile_name, blocks, channels, offsets)
         return self.ir()
 
     def _offsets(self, start: int, count: int) -> tuple[int, ...]:
@@ -238,34 +216,21 @@ class _Ukernel(LLVMText):
                 uses.setdefault(shifts[tap] - shifts[0] + offset, []).append((tap, k))
         return sorted(uses.items())
 
-    def _tile_name(self, blocks: int, channels: int, offsets: tuple[int, ...], pass_: _Pass | None) -> str:
-        key = (blocks, channels, offsets, pass_)
+    def _tile_name(self, blocks: int, channels: int, offsets: tuple[int, ...]) -> str:
+        key = (blocks, channels, offsets)
         if key not in self.tiles:
             self.tiles[key] = f"@{self.name}.tile{len(self.tiles)}"
         return self.tiles[key]
 
     # --- one register tile: out[blocks x 16 channels (`channels` valid), positions] ---
 
-    def _tile(self, tile_name: str, blocks: int, channels: int, offsets: tuple[int, ...], pass_: _Pass | None) -> None:
-        """The tile over all input channels, or over a pass's (`pass_`: its partial sums at %partial)."""
+    def _tile(self, tile_name: str, blocks: int, channels: int, offsets: tuple[int, ...]) -> None:
         window = self.kernel_h * self.kernel_w
         block_stride = self.channels * window * VECTOR
         taps = taps_per_step(self.kernel_w, len(offsets))
-        reduced, resumes, suspends = pass_ or (self.channels, False, False)
         e = self.emit
-        if suspends:
-            parameters = "ptr %x, ptr %w, ptr %partial"
-        else:
-            parameters = f"ptr %x, ptr %w{tile_epilogue.parameters(self.epilogue)}, ptr %out" + ", ptr %partial" * resumes
+        parameters = f"ptr %x, ptr %w{tile_epilogue.parameters(self.epilogue)}, ptr %out"
         self.define(f"define internal void {tile_name}({parameters}) {{")
-        starts = {}
-        for v in range(blocks):
-            for k in range(len(offsets)):
-                if resumes:
-                    starts[v, k] = f"%start.{v}.{k}"
-                    e(load(starts[v, k], self.pointer("%partial", (v * len(offsets) + k) * VECTOR)))
-                else:
-                    starts[v, k] = "zeroinitializer"
         e("  br label %tap")
         e("tap:")
         e("  %u = phi i64 [0, %entry], [%u.next, %tap]")
@@ -273,7 +238,7 @@ class _Ukernel(LLVMText):
         e("  %x.c = phi ptr [%x, %entry], [%x.c.next, %tap]")
         sums = {(v, k): f"%acc.{v}.{k}" for v in range(blocks) for k in range(len(offsets))}
         for (v, k), acc in sums.items():
-            e(f"  {acc} = phi {VECTOR_TYPE} [{starts[v, k]}, %entry], [%sum.{v}.{k}, %tap]")
+            e(f"  {acc} = phi {VECTOR_TYPE} [zeroinitializer, %entry], [%sum.{v}.{k}, %tap]")
         e(f"  %shift.at = getelementptr i64, ptr @{self.name}.shifts, i64 %t")
         e("  %shift = load i64, ptr %shift.at, align 8")
         e("  %x.t = getelementptr float, ptr %x.c, i64 %shift")
@@ -304,14 +269,9 @@ class _Ukernel(LLVMText):
         e(f"  %x.c.step = getelementptr float, ptr %x.c, i64 {self.sh * self.sw * self.length}")
         e("  %x.c.next = select i1 %t.wraps, ptr %x.c.step, ptr %x.c")
         e(f"  %u.next = add i64 %u, {taps}")
-        e(f"  %u.done = icmp eq i64 %u.next, {reduced * window}")
+        e(f"  %u.done = icmp eq i64 %u.next, {self.channels * window}")
         e("  br i1 %u.done, label %exit, label %tap")
         e("exit:")
-        if suspends:
-            for (v, k), total in sums.items():
-                e(store(total, self.pointer("%partial", (v * len(offsets) + k) * VECTOR)))
-            self.end()
-            return
         epilogue = tile_epilogue.TileEpilogue(self, self.epilogue)
         for v in range(blocks):
             columns = _transposed(self, [sums[v, k] for k in range(len(offsets))])
@@ -334,9 +294,6 @@ class _Ukernel(LLVMText):
         window = self.kernel_h * self.kernel_w
         size = positions(self.out_w)
         super_tile = math.lcm(size, self.out_w)
-        chunk = channel_chunk(self.channels, (self.kernel_h, self.kernel_w), (self.sh, self.sw))
-        if chunk:
-            partial = self.value(f"alloca [{BLOCKS * super_tile * VECTOR} x float], align 32")
 
         def image(n: str) -> None:
             x_n = self.pointer("%x", self.value(f"mul i64 {n}, {self.channels * self.sh * self.sw * self.length}"))
@@ -347,10 +304,9 @@ class _Ukernel(LLVMText):
                 first_channel = self.value(f"mul i64 {first_block}, {VECTOR}")
                 out_o = self.pointer(out_n, self.value(f"mul i64 {first_channel}, {self.positions}"))
 
-                def tile(rows: str, start: int | str, count: int, pass_: tuple[_Pass, str] | None = None) -> None:
+                def tile(rows: str, start: int | str, count: int) -> None:
                     """The tile of `count` positions from `start` past output row `rows`' first
-                    (a value `start`: a column of that row, the tile inside it); `pass_`: one
-                    pass over input channels, from the one numbered by its value on."""
+                    (a value `start`: a column of that row, the tile inside it)."""
                     row, column = divmod(start, self.out_w) if isinstance(start, int) else (0, start)
                     x_row = self.value(f"add i64 {self.value(f'mul i64 {rows}, {self.row}')}, {row * self.row}")
                     at = self.value(f"add i64 {self.value(f'mul i64 {rows}, {self.out_w}')}, {start}")
@@ -358,37 +314,16 @@ class _Ukernel(LLVMText):
                     arguments = tile_epilogue.arguments(self, self.epilogue, first_channel, out_tile)
                     x_tile = self.pointer(x_n, self.value(f"add i64 {x_row}, {column}"))
                     call_arguments = f"ptr {x_tile}, ptr {w_o}{arguments}, ptr {out_tile}"
-                    if pass_:
-                        (_, resumes, suspends), first = pass_
-                        x_tile = self.pointer(x_tile, self.value(f"mul i64 {first}, {chunk * self.sh * self.sw * self.length}"))
-                        w_pass = self.pointer(w_o, self.value(f"mul i64 {first}, {chunk * window * VECTOR}"))
-                        tile_partial = self.pointer(partial, self.value(f"mul i64 {start}, {blocks * VECTOR}"))
-                        call_arguments = (
-                            f"ptr {x_tile}, ptr {w_pass}, ptr {tile_partial}"
-                            if suspends
-                            else f"ptr {x_tile}, ptr {w_pass}{arguments}, ptr {out_tile}, ptr {tile_partial}"
-                        )
                     offsets = self._offsets(start if isinstance(start, int) else 0, count)
-                    tile_name = self._tile_name(blocks, channels, offsets, pass_ and pass_[0])
-                    self.emit(f"  call void {tile_name}({call_arguments})")
+                    self.emit(f"  call void {self._tile_name(blocks, channels, offsets)}({call_arguments})")
 
                 def super_tile_at(s: str) -> None:
                     rows = self.value(f"mul i64 {s}, {super_tile // self.out_w}")
-
-                    def tiles(pass_: tuple[_Pass, str] | None = None) -> None:
-                        if super_tile == self.out_w:  # tiles inside the row: one loop
-                            self.loop(self.out_w // size, lambda t: tile(rows, self.value(f"mul i64 {t}, {size}"), size, pass_))
-                        else:
-                            for start in range(0, super_tile, size):
-                                tile(rows, start, size, pass_)
-
-                    if not chunk:
-                        tiles()
-                        return
-                    passes = -(-self.channels // chunk)
-                    tiles(((chunk, False, True), "0"))
-                    self.loop(passes - 2, lambda p: tiles(((chunk, True, True), self.value(f"add i64 {p}, 1"))))
-                    tiles(((self.channels - (passes - 1) * chunk, True, False), str(passes - 1)))
+                    if super_tile == self.out_w:  # tiles inside the row: one loop
+                        self.loop(self.out_w // size, lambda t: tile(rows, self.value(f"mul i64 {t}, {size}"), size))
+                    else:
+                        for start in range(0, super_tile, size):
+                            tile(rows, start, size)
 
                 full = self.positions // super_tile
                 self.loop(full, super_tile_at)

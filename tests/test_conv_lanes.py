@@ -43,7 +43,7 @@ TILES = {"avx512_tile": conv_lanes.AVX512_TILE, "avx2_tile": conv_lanes.AVX2_TIL
 def tile(request, monkeypatch):
     """The ukernel built with each register tile, whatever this CPU's (`register_tile`); the
     kernel caches, keyed by the CPU and not by the tile, are off."""
-    names = ("BLOCKS", "POSITIONS", "FEWEST_POSITIONS", "MAX_UNROLLED_TILES", "ROW_REGISTERS", "CHANNEL_CHUNK")
+    names = ("BLOCKS", "POSITIONS", "FEWEST_POSITIONS", "MAX_UNROLLED_TILES", "ROW_REGISTERS")
     for attribute, value in zip(names, request.param, strict=True):
         monkeypatch.setattr(conv_lanes, attribute, value)
     monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
@@ -175,37 +175,6 @@ def test_one_image_splits_by_blocks_of_output_channels(monkeypatch, tail, tile):
     assert call.arguments[1].type.get_shape() == (4, 5, 3, 3, 16)
     steps = check_compiled(module, *inputs(module), threads=2).steps
     assert len(next(step for step in steps if "conv2d" in step.name).kernel.chunks) == 2
-
-
-def test_strided_convs_without_avx512_take_passes_of_input_channels():
-    assert conv_lanes.register_tile(avx512=False)[5] == 16 and conv_lanes.register_tile(avx512=True)[5] == 0
-    chunk = conv_lanes.CHANNEL_CHUNK
-    if chunk:
-        assert conv_lanes.channel_chunk(chunk + 1, (3, 3), (2, 2)) == conv_lanes.channel_chunk(512, (3, 1), (2, 1)) == chunk
-        assert conv_lanes.channel_chunk(512, (3, 3), (1, 1)) is None
-        assert conv_lanes.channel_chunk(512, (1, 1), (2, 2)) is None  # 1x1s: passes too short
-        assert conv_lanes.channel_chunk(chunk, (3, 3), (2, 2)) is None
-    else:
-        assert conv_lanes.channel_chunk(512, (3, 3), (2, 2)) is None
-
-
-@pytest.mark.parametrize("tile", [TILES["avx2_tile"]], indirect=True, ids=["avx2_tile"])
-@pytest.mark.parametrize(
-    "x_shape",
-    [(2, 37, 11, 16), (1, 40, 14, 13), (1, 33, 9, 28)],
-    ids=["rows of 8: a loop of tiles of 4", "7x7: a super-tile of 7 tiles of 6, a rest", "rows of 14: a rest of 28"],
-)
-@pytest.mark.parametrize("tail, threads", [("batch_norm silu residual", 1), ("bias relu", 2)])
-def test_passes_of_input_channels_match_interpreter(monkeypatch, x_shape, tail, threads, tile):
-    """Stride 2 with the AVX2 tile: each super-tile in passes of 16 input channels (a first, a
-    loop of middle ones, a last one of 5, 8 or 1), partial sums on the stack between them, the
-    epilogue after the last; 19 output channels, NaN and inf in x and the residual."""
-    monkeypatch.setitem(CPU.defaults, "min_work", 0)
-    module, _ = conv_module(TAILS[tail], x_shape=x_shape, strides=(2, 2))
-    (call,) = lanes_calls(module)
-    ukernel = conv_lanes.ukernel_ir(call.callee.string_value(), [a.type for a in call.arguments])
-    assert "alloca" in ukernel and "%partial" in ukernel and epilogue_of(module)
-    check_compiled(module, *inputs(module), threads=threads)
 
 
 def test_rows_whose_super_tile_is_too_long_keep_the_other_ukernels(tile):
