@@ -81,8 +81,9 @@ PREFETCH = not host_has_avx512()
 """Whether each step of a tile's loop prefetches the lines of x that the same step of the next
 input channel reads (`_prefetches`): without AVX-512 (Zen 1, AVX2) the stride-2 3x3s' x over all
 input channels leaves L1 between tiles, and the hardware prefetchers do not follow the jumps
-from channel to channel: 128->128 3x3/2 at 56 1.16x, 256->256 at 28 1.20x, 512->512 at 14 1.12x
-faster (the ukernel alone)."""
+from channel to channel: 128->128 3x3/2 at 56 1.16-1.17x, 256->256 at 28 1.20-1.22x, 512->512 at
+14 1.12x faster (the ukernel alone). The last channel's prefetches point past x: a prefetch
+does not fault."""
 PREFIX = "graphopt_sconv_lanes"
 
 
