@@ -177,6 +177,26 @@ def test_one_image_splits_by_blocks_of_output_channels(monkeypatch, tail, tile):
     assert len(next(step for step in steps if "conv2d" in step.name).kernel.chunks) == 2
 
 
+@pytest.mark.parametrize("prefetch", [True, False])
+def test_steps_prefetch_the_next_input_channels_x(monkeypatch, prefetch, tile):
+    """A stride-2 row of 3 taps over 4 positions reads 5 + 4 x values in two stride phases: one
+    prefetch of each, one input channel (4 phases of 16 x 9 + 5 floats) ahead; the results are
+    the interpreter's either way."""
+    monkeypatch.setattr(conv_lanes, "PREFETCH", prefetch)
+    module = conv_layer((1, 20, 32, 16), sample((16, 20, 3, 3), seed=1, specials=False), (2, 2), (1, 1), (1, 1, 1, 1))
+    (call,) = lanes_calls(module)
+    ukernel = conv_lanes.ukernel_ir(call.callee.string_value(), [a.type for a in call.arguments])
+    _, _, sh, sw, length = call.arguments[0].type.get_shape()
+    ahead = [line.split()[-1] for line in ukernel.splitlines() if "%ahead." in line and "getelementptr" in line]
+    if not prefetch:
+        assert ahead == []
+    elif conv_lanes.taps_per_step(3, 4) == 3:
+        assert sorted(set(ahead), key=int) == [str(sh * sw * length), str(sh * sw * length + length)]
+    else:
+        assert ahead and all(int(offset) >= sh * sw * length for offset in ahead)
+    check_compiled(module, sample((1, 20, 32, 16), specials=False))
+
+
 def test_rows_whose_super_tile_is_too_long_keep_the_other_ukernels(tile):
     """Rows of 17 outputs: no tile of either range of positions divides them, and every
     super-tile lcm(P, 17) is 17 tiles, over MAX_UNROLLED_TILES."""
