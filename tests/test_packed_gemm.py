@@ -223,6 +223,18 @@ def run_row_major(b: np.ndarray, a: np.ndarray, epilogue=(), operands=(), out_sh
     return out
 
 
+def assert_packed_and_row_major_match_numpy(a: np.ndarray, b: np.ndarray) -> None:
+    """a @ b by the ukernel on b's packed panels and on b row-major, against NumPy (NaN and inf included)."""
+    out = np.full((a.shape[0], b.shape[1]), np.nan, np.float32)
+    panels = pack_panels(b)
+    call_ukernel(packed_gemm.name([MemRefType(f32, x.shape) for x in (a, panels, out)]), [a, panels, out])
+    with np.errstate(invalid="ignore"):
+        expected = a @ b
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
+    np.testing.assert_allclose(run_row_major(b[None], a, out_shape=(1, *out.shape))[0], expected, rtol=1e-4, atol=1e-4,
+                               equal_nan=True)
+
+
 @pytest.mark.parametrize("panel", [16, 64])
 @pytest.mark.parametrize("rows, k, n", [(13, 300, 130), (7, 5, 17), (6, 257, 64), (1, 3, 1)])
 def test_either_panel_width_matches_numpy(monkeypatch, panel, rows, k, n):
@@ -230,14 +242,7 @@ def test_either_panel_width_matches_numpy(monkeypatch, panel, rows, k, n):
     row-major b: edge panels, edge row tiles, k past one block; NaN and inf in b propagate."""
     monkeypatch.setattr(packed_gemm, "PANEL", panel)
     a, b = sample((rows, k), seed=2, specials=False), sample((k, n), seed=1)
-    out = np.full((rows, n), np.nan, np.float32)
-    panels = pack_panels(b)
-    call_ukernel(packed_gemm.name([MemRefType(f32, x.shape) for x in (a, panels, out)]), [a, panels, out])
-    with np.errstate(invalid="ignore"):
-        expected = a @ b
-    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
-    np.testing.assert_allclose(run_row_major(b[None], a, out_shape=(1, rows, n))[0], expected, rtol=1e-4, atol=1e-4,
-                               equal_nan=True)
+    assert_packed_and_row_major_match_numpy(a, b)
 
 
 @pytest.mark.parametrize(
@@ -314,14 +319,7 @@ def test_row_blocks_past_their_edge(monkeypatch, panel):
     monkeypatch.setattr(packed_gemm, "ROWS_IN_L2", 24)
     rows, k, n = 31, 300, panel + 5
     a, b = sample((rows, k), seed=2, specials=False), sample((k, n), seed=1)
-    out = np.full((rows, n), np.nan, np.float32)
-    panels = pack_panels(b)
-    call_ukernel(packed_gemm.name([MemRefType(f32, x.shape) for x in (a, panels, out)]), [a, panels, out])
-    with np.errstate(invalid="ignore"):
-        expected = a @ b
-    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
-    np.testing.assert_allclose(run_row_major(b[None], a, out_shape=(1, rows, n))[0], expected, rtol=1e-4, atol=1e-4,
-                               equal_nan=True)
+    assert_packed_and_row_major_match_numpy(a, b)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
