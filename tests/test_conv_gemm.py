@@ -93,22 +93,17 @@ def test_schedule_runs_1x1s_and_narrow_outputs_as_the_gemm():
     assert not runs_gemm((1, 8, 7, 7), (4, 8, 1, 1), padding=(0, 0, 0, 0), dtype="f64")
 
 
-def test_without_avx512_stems_of_any_window_run_as_the_gemm(monkeypatch):
-    """On a CPU without AVX-512 every conv of at most 3 input channels and 64 or more output
-    channels is a stem for the GEMM (the lanes and direct tiles spill there); with AVX-512 the
-    7x7/2 stem stays on conv_lanes."""
+@pytest.mark.parametrize("avx512", [True, False])
+def test_stems_of_more_taps_keep_the_conv_ukernels_on_any_cpu(monkeypatch, avx512):
+    """Only stems of at most STEM_GEMM_TAPS taps run as the GEMM, with or without AVX-512: the
+    7x7 and 11x11 stems take conv_lanes or the direct ukernel (faster than the GEMM on AVX2 too)."""
     def runs_gemm(x_shape, w_shape, strides, padding):
         return bool(gemm_calls(conv(x_shape, w_shape, strides, padding)))
 
-    inception_stem = ((1, 3, 224, 224), (64, 3, 7, 7), (2, 2), (3, 3, 3, 3))
-    monkeypatch.setattr(schedule, "host_has_avx512", lambda: True)
-    assert not runs_gemm(*inception_stem)
-    monkeypatch.setattr(schedule, "host_has_avx512", lambda: False)
-    assert runs_gemm(*inception_stem)
-    assert runs_gemm((1, 3, 224, 224), (96, 3, 11, 11), (4, 4), (0, 0, 0, 0))  # AlexNet's
-    assert not runs_gemm((1, 1, 64, 64), (64, 1, 5, 5), (1, 1), (2, 2, 2, 2))  # one channel: the depthwise ukernel
-    assert not runs_gemm((1, 3, 224, 224), (32, 3, 7, 7), (2, 2), (3, 3, 3, 3))  # 32 output channels
-    assert not runs_gemm((1, 4, 56, 56), (64, 4, 7, 7), (2, 2), (3, 3, 3, 3))  # 4 input channels
+    monkeypatch.setattr(schedule, "host_has_avx512", lambda: avx512)
+    assert not runs_gemm((1, 3, 224, 224), (64, 3, 7, 7), (2, 2), (3, 3, 3, 3))  # ResNet-50's, Inception's
+    assert not runs_gemm((1, 3, 224, 224), (96, 3, 11, 11), (4, 4), (0, 0, 0, 0))  # AlexNet's
+    assert runs_gemm((1, 3, 224, 224), (64, 3, 3, 3), (2, 2), (0, 0, 0, 0))  # SqueezeNet's: 27 taps
 
 
 @pytest.mark.parametrize(
@@ -121,12 +116,11 @@ def test_without_avx512_stems_of_any_window_run_as_the_gemm(monkeypatch):
 )
 @pytest.mark.parametrize("epilogue", ["bias_relu", "residual_relu"])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_stems_as_the_gemm_without_avx512_match_interpreter(monkeypatch, x_shape, w_shape, strides, padding, epilogue, threads):
-    """The stems `narrow_register_stem` takes, with their epilogue in the tile, NaN, inf and
-    signed zeros in x, at 1 and 2 threads (one image: chunks of output channels; two: of images)."""
-    monkeypatch.setattr(schedule, "host_has_avx512", lambda: False)
+def test_stems_match_interpreter(monkeypatch, x_shape, w_shape, strides, padding, epilogue, threads):
+    """Stems of many taps (on conv_lanes or the direct ukernel) with their epilogue in the tile,
+    NaN, inf and signed zeros in x, at 1 and 2 threads (one image: chunks of output channels;
+    two: of images)."""
     module = conv_block(x_shape, w_shape, strides, padding, epilogue=epilogue)
-    assert gemm_calls(module)
     out_shape = module.body.block.first_op.function_type.outputs.data[0].get_shape()
     arrays = [sample(x_shape)] + ([sample(out_shape, seed=4)] if epilogue == "residual_relu" else [])
     check_compiled(monkeypatch, module, *arrays, threads=threads)
@@ -148,3 +142,4 @@ def test_one_image_splits_by_output_channels_with_its_epilogue(monkeypatch):
         "fused_conv2d_add_relu_0_rows16": ukernel(16),
         "fused_conv2d_add_relu_0_rows14": ukernel(14),
     }
+

@@ -53,23 +53,6 @@ STEM_GEMM_TAPS = 3 * 3 * 3
 """Taps (input channels x window) up to which a conv of 64 or more output channels that
 `conv_lanes` does not take runs as the conv GEMM (`CpuSchedule.conv_gemm`): a stem."""
 
-STEM_CHANNELS = 3
-"""Input channels up to which a conv of 64 or more output channels is a stem that runs as the
-conv GEMM, whatever its window, on a CPU without AVX-512 (`narrow_register_stem`)."""
-
-
-def narrow_register_stem(op: graph.Conv2dOp) -> bool:
-    """Whether the conv is a stem (at most STEM_CHANNELS input channels, 64 or more output
-    channels) on a CPU without AVX-512. There the conv_lanes and direct ukernels' register tiles
-    (28 and 24 vectors of 16 floats) take twice AVX2's 16 registers and spill, while the conv
-    GEMM's tiles are one vector wide (`packed_gemm.PANEL`): on 2026-11-27 (2-core EPYC
-    with AVX2 only, conv + bias + relu, 1 thread, interleaved with ONNX Runtime's Conv + Relu)
-    the 3->64 7x7/2 stem at 224 ran 1.74x ORT's time as conv_lanes and 1.24x as the GEMM,
-    ZFNet's 3->96 7x7/2 2.77x (direct) and 1.16x, AlexNet's 3->96 11x11/4 1.78x (direct) and 1.26x."""
-    out_channels, in_channels, _, _ = shape_of(op.w)
-    return in_channels <= STEM_CHANNELS and out_channels >= 64 and not host_has_avx512()
-
-
 LANES_1X1_POSITIONS = frozenset({1, *range(7 * 7 + 1, 14 * 14 + 1)})
 """Output positions of the 1x1 convs that run as `conv_lanes` rather than the conv GEMM
 (`CpuSchedule.lanes_conv`) on a CPU with AVX-512: one (squeeze-and-excite's matrix-vector
@@ -238,7 +221,6 @@ class CpuSchedule(PlainSchedule):
         return (
             conv_lanes.applies(op.x.type, op.w.type, op.result.type, op.get("groups"))
             and not self.depthwise_conv(op)
-            and not narrow_register_stem(op)
             and idle_lanes * 32 <= out_channels
             and ((kernel_h, kernel_w) != (1, 1) or out_h * out_w in lanes_1x1_positions())
         )
@@ -265,10 +247,15 @@ class CpuSchedule(PlainSchedule):
           SqueezeNet's 3->64 3x3/2 at 224 (111 columns) 1.10x (250 -> 227 us), at 227 1.24x,
           3->96 3x3/2 at 200 1.19x; not with fewer output channels (3->24 at 56 0.97x, 3->16 at
           111 0.65x) nor EfficientNet's 3->32 3x3/2 at 224 (0.97x);
-        - on a CPU without AVX-512, every stem of `narrow_register_stem` (2026-11-27).
+        - not the stems of more taps, on any CPU: without AVX-512 they ran as the GEMM while
+          conv_lanes' and the direct ukernel's tiles spilled there (2026-11-27, "Stems");
+          with those tiles sized for AVX2, conv_lanes and the direct ukernel run them faster
+          (+ bias + relu, 1 thread and 2, interleaved: the 3->64 7x7/2 stem at 224 0.79x and
+          0.65x the GEMM's time, ZFNet's 3->96 7x7/2 0.82x and 0.75x, AlexNet's 3->96 11x11/4
+          0.86x and 0.83x).
         """
         out_channels, in_channels, kernel_h, kernel_w = shape_of(op.w)
-        stem = (in_channels * kernel_h * kernel_w <= STEM_GEMM_TAPS and out_channels >= 64) or narrow_register_stem(op)
+        stem = in_channels * kernel_h * kernel_w <= STEM_GEMM_TAPS and out_channels >= 64
         return (
             direct_conv.applies(op.x.type, op.w.type, op.result.type)
             and op.get("groups") == 1
