@@ -268,12 +268,12 @@ class CpuSchedule(PlainSchedule):
         - on a CPU without AVX-512, every stem of `narrow_register_stem` (2026-11-27).
         """
         out_channels, in_channels, kernel_h, kernel_w = shape_of(op.w)
+        if not direct_conv.applies(op.x.type, op.w.type, op.result.type) or self.depthwise_conv(op):
+            return False
+        if op.get("groups") > 1:
+            return (kernel_h, kernel_w) == (1, 1)
         stem = (in_channels * kernel_h * kernel_w <= STEM_GEMM_TAPS and out_channels >= 64) or narrow_register_stem(op)
-        return (
-            direct_conv.applies(op.x.type, op.w.type, op.result.type)
-            and op.get("groups") == 1
-            and ((kernel_h, kernel_w) == (1, 1) or shape_of(op.result)[3] <= CONV_GEMM_WIDTH or stem)
-        )
+        return (kernel_h, kernel_w) == (1, 1) or shape_of(op.result)[3] <= CONV_GEMM_WIDTH or stem
 
     def depthwise_conv(self, op: graph.Conv2dOp) -> bool:
         return depthwise_conv.applies(op.x.type, op.w.type, op.result.type, op.get("groups"), op.get("strides"))
