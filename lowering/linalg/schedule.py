@@ -245,9 +245,10 @@ class CpuSchedule(PlainSchedule):
 
     def conv_gemm(self, op: graph.Conv2dOp) -> bool:
         """An f32 conv of one group whose window is 1x1 (any stride) or whose output rows are
-        at most CONV_GEMM_WIDTH columns; the others keep the direct ukernel, which vectorizes
-        along output rows (benchmarks/conv_gemm.py, conv + bias + relu, batch 1 unless said,
-        1 and 2 threads, interleaved, direct / GEMM time on 2026-11-25):
+        at most CONV_GEMM_WIDTH columns, or a grouped (not depthwise) 1x1, one GEMM per group;
+        the others keep the direct ukernel, which vectorizes along output rows
+        (benchmarks/conv_gemm.py, conv + bias + relu, batch 1 unless said, 1 and 2 threads,
+        interleaved, direct / GEMM time on 2026-11-25):
 
         - 1x1s of stride 1 (b is x itself) at 56, 28, 14 and 7: 1.04-1.45x at 56-14, 1.83-1.89x
           at 7 (ResNet-50: 2048->512, 512->2048; 200 GFLOP/s against 108); 2 threads 1.06-1.93x;
@@ -265,7 +266,13 @@ class CpuSchedule(PlainSchedule):
           SqueezeNet's 3->64 3x3/2 at 224 (111 columns) 1.10x (250 -> 227 us), at 227 1.24x,
           3->96 3x3/2 at 200 1.19x; not with fewer output channels (3->24 at 56 0.97x, 3->16 at
           111 0.65x) nor EfficientNet's 3->32 3x3/2 at 224 (0.97x);
-        - on a CPU without AVX-512, every stem of `narrow_register_stem` (2026-11-27).
+        - on a CPU without AVX-512, every stem of `narrow_register_stem` (2026-11-27);
+        - grouped 1x1s (2026-11-27, 2-core EPYC with AVX2 only, `conv_gemm.py --grouped`, 1
+          thread): ShuffleNet v1's 4 groups of 6-136 channels at 56, 28, 14 and 7 1.13-1.39x at
+          56-14, 1.80-1.97x at 7 (544 channels at 7x7: 0.515 -> 0.261 ms); 32 groups of 2
+          channels at 56 1.78x, 8 of 4 at 28 1.60x, 3 of 16 at stride 2 2.25x, 3 of 80 and 160
+          1.10-1.26x. In the light zoo's ShuffleNet its 32 grouped 1x1 steps 10.25 -> 7.55 ms
+          (ONNX Runtime's nodes 7.19 ms).
         """
         out_channels, in_channels, kernel_h, kernel_w = shape_of(op.w)
         if not direct_conv.applies(op.x.type, op.w.type, op.result.type) or self.depthwise_conv(op):
