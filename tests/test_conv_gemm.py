@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_conv_channel_split import compiled_calls, conv_block
 from test_graph_to_linalg import sample
 from test_packed_gemm import kernels
@@ -180,8 +182,7 @@ def grouped_block(x_shape, w_shape, strides, groups, tail):
 
 
 @pytest.mark.parametrize("x_shape, w_shape, strides, groups", GROUPED)
-@pytest.mark.parametrize("tail", ["bias_relu", "batch_norm_relu", "residual_relu"])
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("tail, threads", [("bias_relu", 1), ("batch_norm_relu", 2), ("residual_relu", 1), ("residual_relu", 2)])
 def test_grouped_1x1s_match_interpreter(monkeypatch, x_shape, w_shape, strides, groups, tail, threads):
     """A grouped 1x1 is one GEMM per group, its tail in the tile (per-channel values at the
     group's channels); NaN, inf and signed zeros in the first and the last group's channels stay
@@ -194,3 +195,23 @@ def test_grouped_1x1s_match_interpreter(monkeypatch, x_shape, w_shape, strides, 
     out_shape = module.body.block.first_op.function_type.outputs.data[0].get_shape()
     arrays = [x] + ([sample(out_shape, seed=4)] if tail == "residual_relu" else [])
     check_compiled(monkeypatch, module, *arrays, threads=threads)
+
+
+@st.composite
+def grouped_1x1s(draw):
+    """x, w, strides and groups of a grouped 1x1 (2 to 9 input and 1 to 9 output channels per group)."""
+    groups, stride = draw(st.integers(2, 4)), draw(st.integers(1, 2))
+    x_shape = (draw(st.integers(1, 2)), draw(st.integers(2, 9)) * groups, draw(st.integers(1, 9)), draw(st.integers(1, 12)))
+    w_shape = (draw(st.integers(1, 9)) * groups, x_shape[1] // groups, 1, 1)
+    return x_shape, w_shape, (stride, stride), groups
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # min_work=0 each time
+@given(conv=grouped_1x1s(), threads=st.integers(1, 2), seed=st.integers(0, 2**16))
+def test_any_grouped_1x1_matches_interpreter(monkeypatch, conv, threads, seed):
+    """Any grouped 1x1 with bias and relu is one GEMM call that computes what the interpreter does."""
+    x_shape, w_shape, strides, groups = conv
+    module = grouped_block(x_shape, w_shape, strides, groups, "bias_relu")
+    assert len(gemm_calls(module)) == 1
+    x = np.random.default_rng(seed).standard_normal(x_shape).astype(np.float32)
+    check_compiled(monkeypatch, module, x, threads=threads)
