@@ -2,6 +2,7 @@
 
     python benchmarks/conv_gemm.py [--seconds 1.0] [--threads 1] [--shapes 0:23]
     python benchmarks/conv_gemm.py --model resnet50 [--threads 1]
+    python benchmarks/conv_gemm.py --grouped [--threads 1]
 
 For each shape (ResNet-50's and Inception-v2's convs at batch 1, then a few others), conv2d(x, w) + bias, relu with
 w and bias constants, compiled twice by graphopt.compile(backends=("cpu",)): as the packed GEMM
@@ -9,6 +10,8 @@ ukernel (the cpu schedule's `conv_gemm` made true) and as the direct ukernel (ma
 apply bias and relu in the tile and include the Executable's dispatch. The two run in
 alternating blocks of calls (benchmarks/timing.py); prints medians, GFLOP/s and direct / GEMM.
 The two results are checked against each other.
+
+--grouped: ShuffleNet v1's grouped 1x1s (4 groups) instead, GROUPED_SHAPES.
 
 --model NAME: the ONNX light zoo's model (onnx/backend/test/data/light/light_NAME.onnx, batch 1)
 compiled both ways; `Executable.profile` of each, 3 rounds alternating, 5 runs a round; prints
@@ -77,21 +80,32 @@ SHAPES = [
     (8, 64, 7, 64, 3, 1),
 ]
 
+GROUPED_SHAPES = [
+    # (batch, in channels, height = width, out channels, window, stride, groups): ShuffleNet v1's (light zoo)
+    (1, 24, 56, 112, 1, 1, 4),
+    (1, 112, 28, 112, 1, 1, 4),
+    (1, 136, 28, 136, 1, 1, 4),
+    (1, 136, 14, 136, 1, 1, 4),
+    (1, 272, 14, 272, 1, 1, 4),
+    (1, 272, 7, 272, 1, 1, 4),
+    (1, 544, 7, 544, 1, 1, 4),
+]
 
-def compare(batch, channels, size, out_channels, window, stride, seconds: float, threads: int) -> str:
+
+def compare(batch, channels, size, out_channels, window, stride, seconds: float, threads: int, groups: int = 1) -> str:
     rng = np.random.default_rng(0)
     x = aligned_array(rng.standard_normal((batch, channels, size, size)).astype(np.float32))
-    w = (rng.standard_normal((out_channels, channels, window, window)) / np.sqrt(channels * window**2)).astype(np.float32)
+    w = rng.standard_normal((out_channels, channels // groups, window, window)) / np.sqrt(channels // groups * window**2)
     g = GraphBuilder()
     padding = [window // 2] * 4
-    conv = g.conv2d(g.input("x", x.shape), g.constant(w), padding=padding, strides=[stride, stride])
+    conv = g.conv2d(g.input("x", x.shape), g.constant(w.astype(np.float32)), padding=padding, strides=[stride, stride], groups=groups)
     module = g.finish(g.relu(g.add(conv, g.constant(rng.standard_normal((out_channels, 1, 1)).astype(np.float32)))))
     executables = {"gemm": compiled(module, threads, ALWAYS), "direct": compiled(module.clone(), threads, NEVER)}
     shape = module.body.block.first_op.function_type.outputs.data[0].get_shape()
     outputs = {side: aligned_empty(shape, np.float32) for side in executables}
     calls = {side: (lambda e=e, o=outputs[side]: e(x, out=[o])) for side, e in executables.items()}
-    flops = 2 * int(np.prod(shape)) * channels * window * window
-    name = f"{batch}x{channels}x{size}x{size} {out_channels} {window}x{window}/{stride}"
+    flops = 2 * int(np.prod(shape)) * channels // groups * window * window
+    name = f"{batch}x{channels}x{size}x{size} {out_channels} {window}x{window}/{stride}" + (f" g{groups}" if groups > 1 else "")
     return f"{name:26s}  " + checked_rates(calls, outputs, flops, seconds)
 
 
@@ -121,11 +135,14 @@ if __name__ == "__main__":
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--shapes", default=":", help="a slice of SHAPES, e.g. 23: for the others")
     parser.add_argument("--model", help="profile this light zoo model's conv steps instead")
+    parser.add_argument("--grouped", action="store_true", help="the grouped shapes (GROUPED_SHAPES) instead")
     args = parser.parse_args()
     if args.model:
         profile_model(args.model, args.threads)
         raise SystemExit
     start, stop = (int(i) if i else None for i in args.shapes.split(":"))
     print(f"{'x, out channels, window/stride':26s}  {'GEMM':>24s}  {'direct':>24s}  direct / GEMM")
-    for shape in SHAPES[start:stop]:
-        print(compare(*shape, args.seconds, args.threads), flush=True)
+    shapes = GROUPED_SHAPES if args.grouped else [(*shape, 1) for shape in SHAPES]
+    for *shape, groups in shapes[start:stop]:
+        print(compare(*shape, args.seconds, args.threads, groups), flush=True)
+

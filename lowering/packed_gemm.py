@@ -40,7 +40,10 @@ carries the epilogue and every operand's shape:
 
 b holds images x k x n floats, a rows x k (its first dim counts rows), out images x rows x n;
 the ukernel loops over images, then as above, and applies the epilogue to the tiles of the
-last k block. A tile whose last vector would hold one column (n of 49, a 7x7 output: 3 vectors
+last k block. A grouped conv (since 2026-11-27, 1x1s) has the same call: b holds groups x k x
+n floats an image (groups = b's floats an image over k x n: x's channels over w's), and each
+image runs one GEMM per group, out's rows of group g = a's rows of group g @ b's group g, the
+epilogue's per-channel values read at the group's rows. A tile whose last vector would hold one column (n of 49, a 7x7 output: 3 vectors
 and one lane) computes that column as a dot product along k per row, 16 steps of k at a time
 (b's column gathered), rather than an FMA per row and k step for one useful product: the
 7x7 convs of ResNet-50 ran 213-221 GFLOP/s against 195-199 (benchmarks/conv_gemm.py).
@@ -147,8 +150,10 @@ def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
     if name_.startswith(f"{ROW_MAJOR_PREFIX}_"):
         b_type, a_type, *_, out_type = types
         a_shape = a_type.get_shape()
-        sizes = (out_type.get_shape()[0], a_shape[0], math.prod(a_shape[1:]), math.prod(out_type.get_shape()[2:]))
-        return _Ukernel(name_, ROW_MAJOR, *sizes, _epilogue(name_)).text()
+        k, n = math.prod(a_shape[1:]), math.prod(out_type.get_shape()[2:])
+        groups = math.prod(b_type.get_shape()[1:]) // (k * n)
+        sizes = (out_type.get_shape()[0], a_shape[0] // groups, k, n)
+        return _Ukernel(name_, ROW_MAJOR, *sizes, _epilogue(name_), groups=groups).text()
     a_type, _, out_type = types
     return strided_ukernel_ir(name_, math.prod(a_type.get_shape()[:-1]), a_type.get_shape()[-1], out_type.get_shape()[-1])
 
@@ -161,14 +166,17 @@ def strided_ukernel_ir(name_: str, rows: int, k: int, n: int, a_stride: int | No
 
 class _Ukernel(LLVMText):
     """The ukernel's IR. a's rows lie `a_stride` floats apart (k: contiguous) and out's rows
-    `out_stride` floats apart (n), so that a and out may be strided views (`matrix_ir`)."""
+    `out_stride` floats apart (n), so that a and out may be strided views (`matrix_ir`). With
+    `groups` (row-major b: a grouped conv), each image runs one GEMM per group g on `rows` rows:
+    out[g rows..] = a[g rows..] @ b[g], b's groups k x n floats apart."""
 
     def __init__(
         self, name: str, layout: str, images: int, rows: int, k: int, n: int, epilogue: Sequence[tile_epilogue.Step] = (),
-        a_stride: int | None = None, out_stride: int | None = None,
+        a_stride: int | None = None, out_stride: int | None = None, groups: int = 1,
     ):
         super().__init__()
         self.name, self.layout, self.images, self.rows, self.k, self.n = name, layout, images, rows, k, n
+        self.groups = groups
         self.epilogue = tuple(epilogue)
         self.a_stride, self.out_stride = a_stride or k, out_stride or n
 
@@ -312,24 +320,34 @@ class _Ukernel(LLVMText):
         blocks = -(-self.k // depth)
 
         def image(i: str) -> None:
-            b_i = self.pointer("%b", self.value(f"mul i64 {i}, {self.k * self.n}"))
-            out_i = self.pointer("%out", self.value(f"mul i64 {i}, {self.rows * self.n}"))
-            self.loop(blocks, lambda kb: k_block(kb, b_i, out_i))
+            b_i = self.pointer("%b", self.value(f"mul i64 {i}, {self.groups * self.k * self.n}"))
+            out_i = self.pointer("%out", self.value(f"mul i64 {i}, {self.groups * self.rows * self.n}"))
+            if self.groups == 1:
+                self.loop(blocks, lambda kb: k_block(kb, "%a", b_i, out_i, "0"))
+            else:
+                self.loop(self.groups, lambda g: group(g, b_i, out_i))
 
-        def k_block(kb: str, b_i: str, out_i: str) -> None:
+        def group(g: str, b_i: str, out_i: str) -> None:
+            channel = self.value(f"mul i64 {g}, {self.rows}")
+            a_g = self.pointer("%a", self.value(f"mul i64 {channel}, {self.k}"))
+            b_g = self.pointer(b_i, self.value(f"mul i64 {g}, {self.k * self.n}"))
+            out_g = self.pointer(out_i, self.value(f"mul i64 {channel}, {self.n}"))
+            self.loop(blocks, lambda kb: k_block(kb, a_g, b_g, out_g, channel))
+
+        def k_block(kb: str, a: str, b_i: str, out_i: str, channel: str) -> None:
             k0 = self.value(f"mul i64 {kb}, {depth}")
             left = self.value(f"sub i64 {self.k}, {k0}")
             short = self.value(f"icmp ult i64 {left}, {depth}")
             kc = self.value(f"select i1 {short}, i64 {left}, i64 {depth}")
             flags = (self.value(f"icmp eq i64 {kb}, 0"), self.value(f"icmp eq i64 {kb}, {blocks - 1}"))
-            a_k = self.pointer("%a", k0)
+            a_k = self.pointer(a, k0)
             block_rows = ROW_BLOCK if ROW_BLOCK and self.layout == PANELS and self.rows > ROWS_IN_L2 else self.rows
             full_blocks, rest_rows = divmod(self.rows, block_rows)
 
             def row_block(row: int | str, rows: int) -> None:
                 a_m = self.pointer(a_k, self._times(row, self.a_stride))
                 out_m = self.pointer(out_i, self._times(row, self.out_stride))
-                panels(a_m, out_m, b_i, k0, kc, flags, rows)
+                panels(a_m, out_m, b_i, k0, kc, flags, rows, channel)
 
             if full_blocks == 1 and not rest_rows:
                 row_block(0, block_rows)
@@ -338,14 +356,14 @@ class _Ukernel(LLVMText):
                 if rest_rows:
                     row_block(full_blocks * block_rows, rest_rows)
 
-        def panels(a_m: str, out_m: str, b_i: str, k0: str, kc: str, flags: tuple[str, str], rows: int) -> None:
+        def panels(a_m: str, out_m: str, b_i: str, k0: str, kc: str, flags: tuple[str, str], rows: int, channel: str) -> None:
             full_panels = self.n // PANEL
             group = self._panel_group()
 
             def panels_from(first: int | str, count: int) -> None:
                 column = self._times(first, PANEL)
                 b_p = self._panel(b_i, column, k0, PANEL)
-                self._row_tiles(a_m, b_p, self.pointer(out_m, column), count * PANEL, kc, flags, rows)
+                self._row_tiles(a_m, b_p, self.pointer(out_m, column), count * PANEL, kc, flags, rows, channel)
 
             self.loop(full_panels // group, lambda g: panels_from(self._times(g, group), group))
             for p in range(full_panels // group * group, full_panels):
@@ -353,7 +371,7 @@ class _Ukernel(LLVMText):
             if self.n % PANEL:
                 b_edge = self._panel(b_i, full_panels * PANEL, k0, _round_up(self.n % PANEL, VECTOR))
                 c_edge = self.pointer(out_m, full_panels * PANEL)
-                self._row_tiles(a_m, b_edge, c_edge, self.n % PANEL, kc, flags, rows)
+                self._row_tiles(a_m, b_edge, c_edge, self.n % PANEL, kc, flags, rows, channel)
 
         if self.images == 1:
             image("0")
@@ -381,16 +399,22 @@ class _Ukernel(LLVMText):
             return count
         return self.value(f"mul i64 {count}, {factor}")
 
-    def _row_tiles(self, a: str, b: str, c: str, columns: int, kc: str, flags: tuple[str, str], rows: int) -> None:
-        """The tiles of `rows` rows of a and c (a row block's; with an epilogue, the rows from 0:
-        row blocks are for packed b only, which has none)."""
+    def _row_tiles(
+        self, a: str, b: str, c: str, columns: int, kc: str, flags: tuple[str, str], rows: int, channel: str
+    ) -> None:
+        """The tiles of `rows` rows of a and c (a row block's; with an epilogue, the rows of a
+        group, from output channel `channel`: row blocks are for packed b only, which has none)."""
         tiles, rest = divmod(rows, ROWS)
         first, last = flags
 
         def call(rows: int, row: str) -> None:
             a_r = self.pointer(a, self.value(f"mul i64 {row}, {self.a_stride}"))
             c_r = self.pointer(c, self.value(f"mul i64 {row}, {self.out_stride}"))
-            epilogue = f", i1 {last}{tile_epilogue.arguments(self, self.epilogue, row, c_r)}" if self.epilogue else ""
+            if self.epilogue:
+                row_channel = row if channel == "0" else self.value(f"add i64 {channel}, {row}")
+                epilogue = f", i1 {last}{tile_epilogue.arguments(self, self.epilogue, row_channel, c_r)}"
+            else:
+                epilogue = ""
             self.emit(f"  call void {self._tile_name(rows, columns)}(ptr {a_r}, ptr {b}, ptr {c_r}, i64 {kc}, i1 {first}{epilogue})")
 
         self.loop(tiles, lambda t: call(ROWS, self.value(f"mul i64 {t}, {ROWS}")))

@@ -146,8 +146,9 @@ def channel_units(ukernel_call: func.CallOp) -> ChannelUnits | None:
 
     A pool or a sum over planes splits by channels, each reading its own channel of x.
 
-    A grouped conv (depthwise ones too) splits by groups: a unit is a group's output channels,
-    its weights and its input channels (of x, or of its phases). A conv of one group splits by
+    A grouped conv (depthwise ones too, and grouped ones run as the GEMM) splits by groups: a
+    unit is a group's output channels, its weights and its input channels (of x, of its phases
+    or of its im2col copy). A conv of one group splits by
     output channels, chunks starting at multiples of the ukernel's register tile
     (`direct_conv.OUT_CHANNELS`; a conv run as the GEMM, whose rows are the output channels,
     anywhere: 16 channels run as 8 + 8, not as 12 + 4 in tiles of `packed_gemm.ROWS`), and
@@ -173,12 +174,12 @@ def channel_units(ukernel_call: func.CallOp) -> ChannelUnits | None:
     if _kind(name) in (pooling, row_sums):
         return ChannelUnits(out[1], 1, True, out[1]) if len(out) > 1 else None
     weights = parts.data.type.get_shape()
-    if gemm:
-        return ChannelUnits(out[1], 1, False, out[1])
     if _kind(name) is conv_lanes:
         lanes = weights[-1]  # output channels per block
         return ChannelUnits(out[1], conv_lanes.BLOCKS * lanes, False, weights[0] * lanes)
     groups = inputs[1] // weights[1]
+    if gemm and groups == 1:
+        return ChannelUnits(out[1], 1, False, out[1])
     if groups > 1:
         return ChannelUnits(groups, 1, True, groups)
     return ChannelUnits(out[1], direct_conv.OUT_CHANNELS, False, out[1])

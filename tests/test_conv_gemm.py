@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_conv_channel_split import compiled_calls, conv_block
 from test_graph_to_linalg import sample
 from test_packed_gemm import kernels
@@ -88,7 +90,9 @@ def test_schedule_runs_1x1s_and_narrow_outputs_as_the_gemm():
     assert runs_gemm((1, 3, 224, 224), (64, 3, 3, 3), strides=(2, 2), padding=(0, 0, 0, 0))  # a stem
     assert not runs_gemm((1, 3, 224, 224), (32, 3, 3, 3), strides=(2, 2), padding=(0, 0, 0, 0))
     assert not runs_gemm((1, 4, 224, 224), (64, 4, 3, 3), strides=(2, 2), padding=(0, 0, 0, 0))
-    assert not runs_gemm((1, 8, 7, 7), (4, 4, 1, 1), padding=(0, 0, 0, 0), groups=2)  # grouped
+    assert runs_gemm((1, 8, 7, 7), (4, 4, 1, 1), padding=(0, 0, 0, 0), groups=2)  # grouped 1x1: a GEMM per group
+    assert runs_gemm((1, 8, 7, 7), (4, 4, 1, 1), strides=(2, 2), padding=(0, 0, 0, 0), groups=2)
+    assert not runs_gemm((1, 8, 7, 7), (4, 4, 3, 3), groups=2)  # grouped 3x3
     assert not runs_gemm((1, 8, 7, 7), (8, 1, 3, 3), groups=8)  # depthwise
     assert not runs_gemm((1, 8, 7, 7), (4, 8, 1, 1), padding=(0, 0, 0, 0), dtype="f64")
 
@@ -143,3 +147,65 @@ def test_one_image_splits_by_output_channels_with_its_epilogue(monkeypatch):
         "fused_conv2d_add_relu_0_rows14": ukernel(14),
     }
 
+
+GROUPED = [
+    # x, w, strides, groups: the GEMM's rows, columns and depth per group in the comment
+    ((2, 12, 5, 7), (21, 4, 1, 1), (1, 1), 3),  # 7 rows (6 + 1), 35 columns, 4 deep; two images
+    ((1, 34, 9, 9), (26, 17, 1, 1), (1, 1), 2),  # 13 rows, 81 columns (5 x 16 + a dot column)
+    ((1, 24, 7, 7), (20, 6, 1, 1), (1, 1), 4),  # 5 rows, 49 columns (a 7x7 output)
+    ((1, 8, 13, 11), (12, 2, 1, 1), (2, 2), 4),  # 3 rows, 7 x 6 columns of an im2col copy
+    ((1, 600, 3, 5), (14, 300, 1, 1), (1, 1), 2),  # 7 rows, 300 deep: k in two blocks
+]
+
+
+def grouped_block(x_shape, w_shape, strides, groups, tail):
+    """@main(x[, residual]) = conv2d(x, w, groups) + bias, relu ("bias_relu"); batch norm,
+    relu ("batch_norm_relu"); + bias + residual, relu ("residual_relu"); w and the tail's
+    values constants."""
+    g = GraphBuilder()
+    y = g.conv2d(g.input("x", x_shape), g.constant(sample(w_shape, seed=1, specials=False)), strides=strides, groups=groups)
+    channels = w_shape[0]
+    if tail == "batch_norm_relu":
+        scale, shift, mean = (g.constant(sample((channels,), seed=s, specials=False)) for s in (4, 5, 6))
+        var = g.constant(np.abs(sample((channels,), seed=7, specials=False)) + 0.1)
+        return g.finish(g.relu(g.batch_norm(y, scale, shift, mean, var, epsilon=1e-5)))
+    y = g.add(y, g.constant(sample((channels, 1, 1), seed=2, specials=False)))
+    if tail == "residual_relu":
+        y = g.add(y, g.input("residual", tuple(y.type.get_shape())))
+    return g.finish(g.relu(y))
+
+
+@pytest.mark.parametrize("x_shape, w_shape, strides, groups", GROUPED)
+@pytest.mark.parametrize("tail, threads", [("bias_relu", 1), ("batch_norm_relu", 2), ("residual_relu", 1), ("residual_relu", 2)])
+def test_grouped_1x1s_match_interpreter(monkeypatch, x_shape, w_shape, strides, groups, tail, threads):
+    """A grouped 1x1 is one GEMM per group, its tail in the tile (per-channel values at the
+    group's channels); NaN, inf and signed zeros in the first and the last group's channels stay
+    in their own outputs; at 2 threads one image runs by chunks of groups, two by images."""
+    module = grouped_block(x_shape, w_shape, strides, groups, tail)
+    (name,) = gemm_calls(module)
+    assert "_e" in name
+    x = sample(x_shape)
+    x[:, -1, 1, :4] = [np.nan, np.inf, -np.inf, -0.0]
+    out_shape = module.body.block.first_op.function_type.outputs.data[0].get_shape()
+    arrays = [x] + ([sample(out_shape, seed=4)] if tail == "residual_relu" else [])
+    check_compiled(monkeypatch, module, *arrays, threads=threads)
+
+
+@st.composite
+def grouped_1x1s(draw):
+    """x, w, strides and groups of a grouped 1x1 (2 to 9 input and 1 to 9 output channels per group)."""
+    groups, stride = draw(st.integers(2, 4)), draw(st.integers(1, 2))
+    x_shape = (draw(st.integers(1, 2)), draw(st.integers(2, 9)) * groups, draw(st.integers(1, 9)), draw(st.integers(1, 12)))
+    w_shape = (draw(st.integers(1, 9)) * groups, x_shape[1] // groups, 1, 1)
+    return x_shape, w_shape, (stride, stride), groups
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # min_work=0 each time
+@given(conv=grouped_1x1s(), threads=st.integers(1, 2), seed=st.integers(0, 2**16))
+def test_any_grouped_1x1_matches_interpreter(monkeypatch, conv, threads, seed):
+    """Any grouped 1x1 with bias and relu is one GEMM call that computes what the interpreter does."""
+    x_shape, w_shape, strides, groups = conv
+    module = grouped_block(x_shape, w_shape, strides, groups, "bias_relu")
+    assert len(gemm_calls(module)) == 1
+    x = np.random.default_rng(seed).standard_normal(x_shape).astype(np.float32)
+    check_compiled(monkeypatch, module, x, threads=threads)

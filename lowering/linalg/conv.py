@@ -63,8 +63,8 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
     (`direct_conv.applies`) calls the direct convolution ukernel on the phases (with
     `direct_conv.SLACK` floats more), which keeps its output tiles in registers; one that the
     schedule runs as a GEMM (`schedule.conv_gemm`) calls the packed GEMM ukernel with b
-    row-major (`packed_gemm.ROW_MAJOR`), one GEMM per image: out[n] as [O, OH * OW] = w as
-    [O, C * KH * KW] @ b[n] (`_gemm_b`); one that the schedule runs with output channels on the
+    row-major (`packed_gemm.ROW_MAJOR`), one GEMM per image (and group): out[n] as [O, OH * OW]
+    = w as [O, C * KH * KW] @ b[n] (`_gemm_b`); one that the schedule runs with output channels on the
     lanes (`schedule.lanes_convs`: its w a constant) calls `conv_lanes` on the phases (x itself
     for a 1x1 of stride 1 without padding) and on w packed at compile time (`Kernel.lanes_weights`).
     All four apply the group's elementwise tail to the

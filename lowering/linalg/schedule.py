@@ -227,9 +227,10 @@ class CpuSchedule(PlainSchedule):
 
     def conv_gemm(self, op: graph.Conv2dOp) -> bool:
         """An f32 conv of one group whose window is 1x1 (any stride) or whose output rows are
-        at most CONV_GEMM_WIDTH columns; the others keep the direct ukernel, which vectorizes
-        along output rows (benchmarks/conv_gemm.py, conv + bias + relu, batch 1 unless said,
-        1 and 2 threads, interleaved, direct / GEMM time on 2026-11-25):
+        at most CONV_GEMM_WIDTH columns, or a grouped (not depthwise) 1x1, one GEMM per group;
+        the others keep the direct ukernel, which vectorizes along output rows
+        (benchmarks/conv_gemm.py, conv + bias + relu, batch 1 unless said, 1 and 2 threads,
+        interleaved, direct / GEMM time on 2026-11-25):
 
         - 1x1s of stride 1 (b is x itself) at 56, 28, 14 and 7: 1.04-1.45x at 56-14, 1.83-1.89x
           at 7 (ResNet-50: 2048->512, 512->2048; 200 GFLOP/s against 108); 2 threads 1.06-1.93x;
@@ -252,15 +253,21 @@ class CpuSchedule(PlainSchedule):
           with those tiles sized for AVX2, conv_lanes and the direct ukernel run them faster
           (+ bias + relu, 1 thread and 2, interleaved: the 3->64 7x7/2 stem at 224 0.79x and
           0.65x the GEMM's time, ZFNet's 3->96 7x7/2 0.82x and 0.75x, AlexNet's 3->96 11x11/4
-          0.86x and 0.83x).
+          0.86x and 0.83x);
+        - grouped 1x1s (2026-11-27, 2-core EPYC with AVX2 only, `conv_gemm.py --grouped`, 1
+          thread): ShuffleNet v1's 4 groups of 6-136 channels at 56, 28, 14 and 7 1.13-1.39x at
+          56-14, 1.80-1.97x at 7 (544 channels at 7x7: 0.515 -> 0.261 ms); 32 groups of 2
+          channels at 56 1.78x, 8 of 4 at 28 1.60x, 3 of 16 at stride 2 2.25x, 3 of 80 and 160
+          1.10-1.26x. In the light zoo's ShuffleNet its 32 grouped 1x1 steps 10.25 -> 7.55 ms
+          (ONNX Runtime's nodes 7.19 ms).
         """
         out_channels, in_channels, kernel_h, kernel_w = shape_of(op.w)
+        if not direct_conv.applies(op.x.type, op.w.type, op.result.type) or self.depthwise_conv(op):
+            return False
+        if op.get("groups") > 1:
+            return (kernel_h, kernel_w) == (1, 1)
         stem = in_channels * kernel_h * kernel_w <= STEM_GEMM_TAPS and out_channels >= 64
-        return (
-            direct_conv.applies(op.x.type, op.w.type, op.result.type)
-            and op.get("groups") == 1
-            and ((kernel_h, kernel_w) == (1, 1) or shape_of(op.result)[3] <= CONV_GEMM_WIDTH or stem)
-        )
+        return (kernel_h, kernel_w) == (1, 1) or shape_of(op.result)[3] <= CONV_GEMM_WIDTH or stem
 
     def depthwise_conv(self, op: graph.Conv2dOp) -> bool:
         return depthwise_conv.applies(op.x.type, op.w.type, op.result.type, op.get("groups"), op.get("strides"))

@@ -1,6 +1,6 @@
-// An f32 conv2d of one group whose window is 1x1, or whose output rows have at most 8 columns,
-// calls the packed GEMM ukernel with b row-major (`graphopt_sgemm_rowmajor`): per image,
-// out [O, OH * OW] = w [O, C * KH * KW] @ b. A 1x1 of stride 1 passes x itself as b (no copy);
+// An f32 conv2d of one group whose window is 1x1, or whose output rows have at most 8 columns, or
+// a grouped 1x1, calls the packed GEMM ukernel with b row-major (`graphopt_sgemm_rowmajor`): per
+// image (and group), out [O, OH * OW] = w [O, C * KH * KW] @ b. A 1x1 of stride 1 passes x itself as b (no copy);
 // other convs copy x, zero-padded when the conv pads, into an im2col buffer [N, C, KH, KW, OH, OW].
 // The tail that the tile can apply (bias, relu) is the ukernel's epilogue, its per-channel
 // operands per row of the GEMM.
@@ -52,7 +52,7 @@ func.func @main(%x: tensor<2x4x7x7xf32>, %w: tensor<8x4x3x3xf32>) -> tensor<2x8x
 // -----
 
 // A 1x1 of stride 2 copies x's even rows and columns (no padding: no fill); a 3x3 with 9-column
-// output rows, and a grouped 1x1, keep the direct ukernel.
+// output rows, and a grouped 3x3, keep the direct ukernel.
 // CHECK-LABEL: func.func @conv2d_0(%0: memref<1x6x6x6xf32>, %1: memref<5x6x1x1xf32>, %2: memref<1x5x3x3xf32>)
 // CHECK-NEXT:    %[[COLUMNS:.*]] = memref.alloc() : memref<1x6x1x1x3x3xf32>
 // CHECK-NEXT:    linalg.generic {{.*}} ins(%0 : memref<1x6x6x6xf32>) outs(%[[COLUMNS]] : memref<1x6x1x1x3x3xf32>)
@@ -61,9 +61,29 @@ func.func @main(%x: tensor<2x4x7x7xf32>, %w: tensor<8x4x3x3xf32>) -> tensor<2x8x
 // CHECK:         func.call @graphopt_sconv_direct_
 // CHECK-LABEL: func.func @conv2d_2(
 // CHECK:         func.call @graphopt_sconv_direct_
-func.func @main(%x: tensor<1x6x6x6xf32>, %w: tensor<5x6x1x1xf32>, %y: tensor<1x6x6x11xf32>, %v: tensor<5x6x3x3xf32>, %u: tensor<4x3x1x1xf32>) -> (tensor<1x5x3x3xf32>, tensor<1x5x4x9xf32>, tensor<1x4x6x6xf32>) {
+func.func @main(%x: tensor<1x6x6x6xf32>, %w: tensor<5x6x1x1xf32>, %y: tensor<1x6x6x11xf32>, %v: tensor<5x6x3x3xf32>, %u: tensor<4x3x3x3xf32>) -> (tensor<1x5x3x3xf32>, tensor<1x5x4x9xf32>, tensor<1x4x6x6xf32>) {
   %0 = graph.conv2d %x, %w {strides = array<i64: 2, 2>} : (tensor<1x6x6x6xf32>, tensor<5x6x1x1xf32>) -> tensor<1x5x3x3xf32>
   %1 = graph.conv2d %y, %v : (tensor<1x6x6x11xf32>, tensor<5x6x3x3xf32>) -> tensor<1x5x4x9xf32>
-  %2 = graph.conv2d %x, %u {groups = 2 : i64} : (tensor<1x6x6x6xf32>, tensor<4x3x1x1xf32>) -> tensor<1x4x6x6xf32>
+  %2 = graph.conv2d %x, %u {groups = 2 : i64, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x6x6x6xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
   func.return %0, %1, %2 : tensor<1x5x3x3xf32>, tensor<1x5x4x9xf32>, tensor<1x4x6x6xf32>
+}
+
+// -----
+
+// A grouped 1x1 (4 groups of 2 input and 4 output channels) is one GEMM per group in the
+// ukernel: the name is a one-group conv's, the groups are x's channels over w's. At 2 threads
+// one image splits by groups (2 and 2), each chunk on its groups' channels of x, w, the bias and out.
+// CHECK-LABEL: func.func @fused_conv2d_add_relu_0(%0: memref<1x8x5x8xf32>, %1: memref<16x2x1x1xf32>, %2: memref<16x1x1xf32>, %3: memref<1x16x5x8xf32>)
+// CHECK-NEXT:    func.call @graphopt_sgemm_rowmajor_eaddAP0.maxS0C00000000_1x8x5x8_16x2x1x1_16x1x1_1x16x5x8(%0, %1, %2, %3)
+// CHECK-NEXT:    func.return
+// SPLIT-LABEL: func.func @fused_conv2d_add_relu_0(
+// SPLIT-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_add_relu_0_rows2", 0 : i64], ["fused_conv2d_add_relu_0_rows2", 2 : i64]]
+// SPLIT-SAME:    graph.row_bytes = array<i64: 320, 32, 16, 640>
+// SPLIT:       func.func @fused_conv2d_add_relu_0_rows2(%0: memref<1x4x5x8xf32>, %1: memref<8x2x1x1xf32>, %2: memref<8x1x1xf32>, %3: memref<1x8x5x8xf32>)
+// SPLIT-NEXT:    func.call @graphopt_sgemm_rowmajor_eaddAP0.maxS0C00000000_1x4x5x8_8x2x1x1_8x1x1_1x8x5x8(%0, %1, %2, %3)
+func.func @main(%x: tensor<1x8x5x8xf32>, %w: tensor<16x2x1x1xf32>, %b: tensor<16x1x1xf32>) -> tensor<1x16x5x8xf32> {
+  %0 = graph.conv2d %x, %w {groups = 4 : i64} : (tensor<1x8x5x8xf32>, tensor<16x2x1x1xf32>) -> tensor<1x16x5x8xf32>
+  %1 = graph.add %0, %b : (tensor<1x16x5x8xf32>, tensor<16x1x1xf32>) -> tensor<1x16x5x8xf32>
+  %2 = graph.relu %1 : tensor<1x16x5x8xf32>
+  func.return %2 : tensor<1x16x5x8xf32>
 }
