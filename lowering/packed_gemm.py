@@ -43,10 +43,11 @@ the ukernel loops over images, then as above, and applies the epilogue to the ti
 last k block. A grouped conv (since 2026-11-27, 1x1s) has the same call: b holds groups x k x
 n floats an image (groups = b's floats an image over k x n: x's channels over w's), and each
 image runs one GEMM per group, out's rows of group g = a's rows of group g @ b's group g, the
-epilogue's per-channel values read at the group's rows. A tile whose last vector would hold one column (n of 49, a 7x7 output: 3 vectors
-and one lane) computes that column as a dot product along k per row, 16 steps of k at a time
-(b's column gathered), rather than an FMA per row and k step for one useful product: the
-7x7 convs of ResNet-50 ran 213-221 GFLOP/s against 195-199 (benchmarks/conv_gemm.py).
+epilogue's per-channel values read at the group's rows. A tile whose last vector would hold
+one column (n of 49, a 7x7 output: 3 vectors and one lane) computes that column as a dot
+product along k per row, 16 steps of k at a time (b's column gathered), rather than an FMA per
+row and k step for one useful product: the 7x7 convs of ResNet-50 ran 213-221 GFLOP/s against
+195-199 (benchmarks/conv_gemm.py).
 """
 
 from __future__ import annotations
