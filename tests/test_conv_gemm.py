@@ -113,13 +113,12 @@ def test_stems_of_more_taps_keep_the_conv_ukernels_on_any_cpu(monkeypatch, avx51
 @pytest.mark.parametrize(
     "x_shape, w_shape, strides, padding",
     [
-        ((2, 3, 37, 29), (64, 3, 7, 7), (2, 2), (3, 3, 3, 3)),  # 19 x 15 outputs: tiles of 16 and a 13-lane edge
-        ((1, 3, 45, 50), (70, 3, 11, 11), (4, 4), (0, 1, 2, 0)),  # 9 x 11, uneven padding, 70 = 11 x 6 + 4 rows
-        ((1, 2, 23, 23), (64, 2, 7, 7), (2, 2), (3, 3, 3, 3)),  # 12 x 12
+        ((2, 3, 37, 29), (64, 3, 7, 7), (2, 2), (3, 3, 3, 3)),  # conv_lanes: 19 x 15 outputs, two images
+        ((1, 3, 45, 50), (70, 3, 11, 11), (4, 4), (0, 1, 2, 0)),  # direct: 70 channels, 9 x 11, uneven padding
+        ((1, 2, 23, 23), (64, 2, 7, 7), (2, 2), (3, 3, 3, 3)),  # conv_lanes: 12 x 12
     ],
 )
-@pytest.mark.parametrize("epilogue", ["bias_relu", "residual_relu"])
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("epilogue, threads", [("bias_relu", 1), ("residual_relu", 2)])
 def test_stems_match_interpreter(monkeypatch, x_shape, w_shape, strides, padding, epilogue, threads):
     """Stems of many taps (on conv_lanes or the direct ukernel) with their epilogue in the tile,
     NaN, inf and signed zeros in x, at 1 and 2 threads (one image: chunks of output channels;
