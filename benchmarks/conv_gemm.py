@@ -145,4 +145,3 @@ if __name__ == "__main__":
     shapes = GROUPED_SHAPES if args.grouped else [(*shape, 1) for shape in SHAPES]
     for *shape, groups in shapes[start:stop]:
         print(compare(*shape, args.seconds, args.threads, groups), flush=True)
-
