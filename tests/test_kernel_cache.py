@@ -132,9 +132,12 @@ def test_round_trip_and_key_covers_source_and_options(cache):
     assert (cache.hits, cache.misses, cache.stores) == (1, 1, 1)
 
 
-def test_turned_off_by_environment(tmp_path, monkeypatch):
-    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
+@pytest.mark.parametrize("setting", ["off", "OFF", "0", "false", "no "])
+def test_turned_off_by_environment(tmp_path, monkeypatch, setting):
+    """`off` and the spellings of false turn it off; none of them becomes a directory."""
+    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", setting)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
     assert active_kernel_cache() is None
     assert scale_in_process("5.0").tolist() == [5.0 * i for i in range(8)]
     assert not list(tmp_path.rglob("*"))

@@ -5,7 +5,7 @@
     entry = cache.load(key)                        # a CacheEntry, or None (miss, corrupt or foreign entry)
     cache.store(key, CacheEntry(object_code, {"llvm_ir": optimized_ir}))
 
-Where it lives: `$GRAPHOPT_KERNEL_CACHE` if set (`off` turns it off), else
+Where it lives: `$GRAPHOPT_KERNEL_CACHE` if set (`off`, `0`, `false` or `no` turn it off), else
 `$XDG_CACHE_HOME/graphopt/kernels/`, else `~/.cache/graphopt/kernels/`; `configure_kernel_cache`
 does the same from Python. Size limit: `$GRAPHOPT_KERNEL_CACHE_SIZE` bytes (suffix K, M or G
 allowed), 512M by default; a hit touches its entry, a store evicts the least recently used ones.
@@ -201,13 +201,16 @@ def _entry(path: Path, key: str, data: bytes) -> CacheEntry | None:
     return CacheEntry(payload[:code_size], json.loads(payload[code_size:]))
 
 
+OFF = frozenset({"off", "0", "false", "no"})
+"""Settings (any case) that turn the cache off: `off`, and the usual spellings of false, which
+would otherwise name a directory in the working directory."""
 _configured: str | os.PathLike | None = None
 _caches: dict[tuple[Path, int], KernelCache] = {}
 
 
 def configure_kernel_cache(location: str | os.PathLike | None) -> None:
-    """Set the cache from Python, over the environment: a directory, "off", or None (back to
-    `$GRAPHOPT_KERNEL_CACHE` and the default)."""
+    """Set the cache from Python, over the environment: a directory, "off" (or another of
+    `OFF`), or None (back to `$GRAPHOPT_KERNEL_CACHE` and the default)."""
     global _configured
     _configured = location
 
@@ -215,7 +218,7 @@ def configure_kernel_cache(location: str | os.PathLike | None) -> None:
 def active_kernel_cache() -> KernelCache | None:
     """The cache the settings select now (one object per directory and limit), or None when off."""
     location = _configured if _configured is not None else os.environ.get("GRAPHOPT_KERNEL_CACHE", "")
-    if str(location).lower() == "off":
+    if str(location).strip().lower() in OFF:
         return None
     directory = Path(location) if str(location) else default_directory()
     key = (directory, size_limit())
