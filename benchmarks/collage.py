@@ -171,8 +171,7 @@ def plan_summary(executable: graphopt.Executable) -> str:
     for backend in dict.fromkeys(step.backend for step in executable.steps):
         steps = [step for step in executable.steps if step.backend == backend]
         if backend == "ort":
-            ops = sum(not isinstance(op, (graph.ConstantOp, graph.YieldOp))
-                      for step in steps for op in step.op.body.block.ops)
+            ops = sum(len(graph.computed_ops(step.op)) for step in steps)
             parts.append(f"ort {len(steps)} piece{'s' * (len(steps) != 1)} ({ops} ops)")
         else:
             parts.append(f"{backend} {len(steps)} kernel{'s' * (len(steps) != 1)}")

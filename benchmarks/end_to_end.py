@@ -55,7 +55,6 @@ from numpy.lib.stride_tricks import sliding_window_view
 from onnx import numpy_helper
 
 import graphopt
-from graphopt.transforms.work import group_ops
 from graphopt.backends.measure import cpu_model
 from graphopt.dialects import graph
 
@@ -396,7 +395,7 @@ def group_summary(exe: graphopt.Executable) -> str:
     """Each step of the Executable: its name, backend and ops."""
     parts = []
     for step in exe.steps:
-        names = [op.name.removeprefix("graph.") for op in group_ops(step.op) if not isinstance(op, graph.ConstantOp)]
+        names = [op.name.removeprefix("graph.") for op in graph.computed_ops(step.op)]
         parts.append(f"{step.name} -> {step.backend} [{', '.join(names)}]")
     return "\n".join(f"    {part}" for part in parts)
 

@@ -48,8 +48,7 @@ def conv_kind(op: graph.Conv2dOp, schedule: CpuSchedule = CpuSchedule()) -> str:
 
 def step_category(step) -> tuple[str, graph.Conv2dOp | None]:
     """A step's category, and its conv if it has one."""
-    ops = list(step.op.body.block.ops) if isinstance(step.op, graph.FusedOp) else [step.op]
-    ops = [op for op in ops if not isinstance(op, (graph.ConstantOp, graph.YieldOp))]
+    ops = graph.computed_ops(step.op)
     kinds = [op.name.removeprefix("graph.") for op in ops]
     convs = [op for op in ops if isinstance(op, graph.Conv2dOp)]
     if convs:

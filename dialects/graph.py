@@ -1086,6 +1086,13 @@ def category_of(op: Operation) -> Category:
     return getattr(type(op), "CATEGORY", Category.OPAQUE)
 
 
+def computed_ops(op: Operation) -> list[Operation]:
+    """The ops that `op` computes, in order: a graph.fused's body without its constants and
+    yield, or `op` itself (none for a constant)."""
+    ops = op.body.block.ops if isinstance(op, FusedOp) else [op]
+    return [o for o in ops if not isinstance(o, (ConstantOp, YieldOp))]
+
+
 GRAPH_OPS: tuple[type[IRDLOperation], ...] = (
     ConstantOp,
     NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp, TanhOp, SigmoidOp, ErfOp,

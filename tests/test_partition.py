@@ -323,7 +323,7 @@ class SessionTargets:
 
 
 def ops_in(group: graph.FusedOp) -> int:
-    return sum(not isinstance(op, (graph.ConstantOp, graph.YieldOp)) for op in group.body.block.ops)
+    return len(graph.computed_ops(group))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -390,7 +390,7 @@ class PieceTargets:
         seconds = []
         for backend, group in pairs:
             run, matmul, softmax = prices[backend]
-            ops = [op for op in group.body.block.ops if not isinstance(op, (graph.ConstantOp, graph.YieldOp))]
+            ops = graph.computed_ops(group)
             matmuls = sum(isinstance(op, graph.MatmulOp) for op in ops)
             softmaxes = sum(isinstance(op, graph.SoftmaxOp) for op in ops)
             self.asked.append((backend, matmuls))
@@ -469,7 +469,7 @@ class WholePlanTargets(PieceTargets):
         """The backends of the groups of each plan timed whole."""
 
     def supports(self, backend, group):
-        ops = [op for op in group.body.block.ops if not isinstance(op, (graph.ConstantOp, graph.YieldOp))]
+        ops = graph.computed_ops(group)
         if backend == "own" and len(ops) > 1 and any(isinstance(op, graph.MatmulOp) for op in ops):
             return "own runs a matmul alone"
         return None

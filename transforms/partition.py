@@ -354,10 +354,8 @@ class Dataflow:
         self.nodes: list[Operation] = []
         self.units: list[Unit] = []
         for op in list(block.ops)[:-1]:
-            if isinstance(op, graph.ConstantOp):
-                continue
-            members = [o for o in op.body.block.ops if _is_node(o)] if isinstance(op, graph.FusedOp) else [op]
-            if not members:  # a group of constants only: data
+            members = graph.computed_ops(op)
+            if not members:  # a constant, or a group of constants only: data
                 continue
             first = len(self.nodes)
             self.nodes += members
@@ -438,10 +436,6 @@ class Dataflow:
         if isinstance(group := op.parent_op(), graph.FusedOp):
             where += f", in group '{group.group_name.data}'"
         return f"@{function.sym_name.data}: {op.name} ({where})"
-
-
-def _is_node(op: Operation) -> bool:
-    return not isinstance(op, (graph.ConstantOp, graph.YieldOp))
 
 
 # ----------------------------------------------------------------------------------------
@@ -893,7 +887,7 @@ class PartitionPass(ModulePass):
             chosen_cost, *other_costs = targets.costs([(b, group) for b in backends])
             alternatives = sorted(zip(other_costs, backends[1:]))
             alternative = (alternatives[0][1], _microseconds(alternatives[0][0])) if alternatives else ("-", "-")
-            ops = sum(_is_node(o) for o in group.body.block.ops)
+            ops = len(graph.computed_ops(group))
             rows.append((group.group_name.data, str(ops), chosen, _microseconds(chosen_cost), *alternative))
         header = ("group", "ops", "backend", "cost", "alternative", "cost")
         widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]

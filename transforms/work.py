@@ -67,14 +67,8 @@ def op_flops(op: Operation) -> tuple[int, int]:
     return per_element * touched, 0
 
 
-def group_ops(group: Operation) -> list[Operation]:
-    """The ops a group computes: a graph.fused's body without its yield, or the op itself."""
-    return list(group.body.block.ops)[:-1] if isinstance(group, graph.FusedOp) else [group]
-
-
 def group_work(group: Operation) -> Work:
-    ops = group_ops(group)
-    counted = [op_flops(op) for op in ops if not isinstance(op, graph.ConstantOp)]
+    counted = [op_flops(op) for op in graph.computed_ops(group)]
     moved = sum(_nbytes(v) for v in (*group.operands, *group.results))
-    constants = values_bytes(op.result for op in ops if isinstance(op, graph.ConstantOp))
+    constants = values_bytes(op.result for op in group.walk() if isinstance(op, graph.ConstantOp))
     return Work(moved, sum(f for f, _ in counted), sum(c for _, c in counted), len(counted), constants)

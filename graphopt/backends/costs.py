@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.ir import Operation
 
-from graphopt.transforms.work import group_ops, group_work, op_flops, values_bytes
+from graphopt.dialects import graph
+from graphopt.transforms.work import group_work, op_flops, values_bytes
 
 KERNEL_LAUNCH_SECONDS = 3e-6
 """What one more kernel costs beyond its work: the call, and its inputs and outputs read again
@@ -57,7 +58,7 @@ class MachineRates:
         """Op by op, each op moving its own operands and results; contractions at the BLAS rate,
         other flops at `vector_rate`, plus `op_overhead` per op."""
         total = 0.0
-        for op in group_ops(group):
+        for op in graph.computed_ops(group):
             flops, contraction = op_flops(op)
             moved = values_bytes((*op.operands, *op.results))
             compute = contraction / self.blas_flops + (flops - contraction) / vector_rate

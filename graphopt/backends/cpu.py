@@ -29,7 +29,6 @@ from xdsl.ir import Operation
 
 from graphopt.backends import Backend
 from graphopt.backends.costs import machine
-from graphopt.transforms.work import group_ops
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy
 from graphopt.errors import GraphoptError
@@ -137,7 +136,7 @@ class CpuBackend(Backend):
 
     def estimate(self, group: Operation) -> float:
         rates = machine()
-        if any(isinstance(op, graph.Conv2dOp) for op in group_ops(group)):
+        if any(isinstance(op, graph.Conv2dOp) for op in graph.computed_ops(group)):
             share = CONV_SHARE_OF_BLAS
         elif packed_matmuls(Group.of(group)):
             share = PACKED_GEMM_SHARE_OF_BLAS

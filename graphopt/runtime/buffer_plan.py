@@ -124,7 +124,7 @@ def _lone_concat(op: Operation) -> graph.ConcatOp | None:
     """`op` when it is a concat, or a fused group of one concat of its inputs in order; else None."""
     if isinstance(op, graph.FusedOp):
         block = op.body.block
-        ops = [o for o in block.ops if not isinstance(o, (graph.ConstantOp, graph.YieldOp))]
+        ops = graph.computed_ops(op)
         if len(ops) != 1 or list(ops[0].operands) != list(block.args) or list(block.last_op.operands) != list(ops[0].results):
             return None
         op = ops[0]

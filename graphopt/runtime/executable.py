@@ -394,8 +394,6 @@ def _run_kind(step: Step) -> object:
 
 def op_kinds(group: Operation) -> tuple[str, ...]:
     """The kinds of graph ops a step's group computes, each once, in order, without `graph.`."""
-    ops = group.body.block.ops if isinstance(group, graph.FusedOp) else [group]
-    kinds = (op.name.removeprefix("graph.") for op in ops if not isinstance(op, (graph.ConstantOp, graph.YieldOp)))
-    return tuple(dict.fromkeys(kinds))
+    return tuple(dict.fromkeys(op.name.removeprefix("graph.") for op in graph.computed_ops(group)))
 
 
