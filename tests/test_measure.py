@@ -16,6 +16,7 @@ from xdsl.dialects.builtin import StringAttr
 import graphopt
 from graphopt.backends import get_backend
 from graphopt.backends import measure as measuring
+from graphopt.backends.costs import MachineRates
 from graphopt.backends.measure import (
     CostCache,
     canonical_text,
@@ -271,3 +272,29 @@ def test_only_a_kernel_called_from_python_is_charged_its_extra_cost_in_a_plan(mo
     group = mlp_group()
     native, python = measuring.measure([(get_backend("cpu"), group), (get_backend("reference"), group)], repeat=3)
     assert native < 1.0 <= python
+
+
+def test_op_by_op_time_counts_the_ops_that_compute_not_the_constants():
+    """A group's constant is data, not an op: the group costs what the same group with the
+    constant passed in costs (the op reading it moves its bytes either way)."""
+    def group(constant_inside: bool) -> graph.FusedOp:
+        scale = "%s = graph.constant dense<0.5> : tensor<f32>" if constant_inside else ""
+        inputs, args = ("%x", "%a: tensor<8x16xf32>") if constant_inside else ("%x, %y", "%a: tensor<8x16xf32>, %s: tensor<f32>")
+        types = "tensor<8x16xf32>" if constant_inside else "tensor<8x16xf32>, tensor<f32>"
+        module = graphopt.parse(f"""
+func.func @main(%x: tensor<8x16xf32>, %y: tensor<f32>) -> tensor<8x16xf32> {{
+  %0 = graph.fused({inputs}) {{name = "g"}} : ({types}) -> tensor<8x16xf32> {{
+  ^bb0({args}):
+    %1 = graph.exp %a : tensor<8x16xf32>
+    {scale}
+    %2 = graph.mul %1, %s : (tensor<8x16xf32>, tensor<f32>) -> tensor<8x16xf32>
+    graph.yield %2 : tensor<8x16xf32>
+  }}
+  func.return %0 : tensor<8x16xf32>
+}}""")
+        return next(op for op in module.walk() if isinstance(op, graph.FusedOp))
+
+    rates = MachineRates(bandwidth=1e10, blas_flops=1e11)
+    inside, passed_in = group(True), group(False)
+    assert [op.name for op in graph.computed_ops(inside)] == ["graph.exp", "graph.mul"]
+    assert rates.numpy_time(inside) == rates.numpy_time(passed_in) > 2 * rates.numpy_op_overhead
