@@ -16,7 +16,9 @@ vectors of 16 output columns: one accumulator per row, and for each input row th
 and each kw, one load of the tap's columns that feeds an FMA into every row that reads it. A
 tap's 16 columns are one load of x at stride 1; at stride 2 each input row's 32 + columns
 are loaded once, split into even and odd columns by two shuffles, and each tap is one of
-those shifted by whole lanes (one more shuffle). The padding costs no copy: a load that reaches past x's row is masked (the lanes
+those shifted by whole lanes (one more shuffle); without AVX-512, where those shuffles cross
+128-bit lanes, each even offset's 32 columns are loaded and split by in-lane shuffles
+(`_in_lane_taps`), in a lane order the stores undo. The padding costs no copy: a load that reaches past x's row is masked (the lanes
 outside read 0; without AVX-512, on the planes between x's first and last, a full load and a
 select: `loads_under_masks`), and an input row outside x multiplies zeros, so that 0 x inf weights give NaN
 as in the interpreter's zero-padded windows. The vectors whose taps all lie inside the row run
@@ -82,9 +84,9 @@ def loads_under_masks() -> bool:
 def in_lane_stride_2() -> bool:
     """Whether stride-2 taps come from AVX2's in-lane shuffles (`WindowUkernel._in_lane_taps`),
     in a lane order the stores undo, or from the even and odd halves of each input row
-    (`_row_taps`), without AVX-512 two shuffles across 128-bit lanes per tap: on 2026-11-28
-    (AMD EPYC znver1) the in-lane taps ran MobileNet's and ShuffleNet's 3x3/2 convs 1.3-2.0x
-    faster (docs/cpu-codegen.md)."""
+    (`_row_taps`), without AVX-512 shuffles across 128-bit lanes: on 2026-11-28 (AMD EPYC
+    znver1) the in-lane taps ran the 3x3/2 and 5x5/2 convs of MobileNet-v2, EfficientNet and
+    ShuffleNet 1.07-1.48x faster (docs/cpu-codegen.md)."""
     return not host_has_avx512()
 
 
