@@ -16,7 +16,9 @@ vectors of 16 output columns: one accumulator per row, and for each input row th
 and each kw, one load of the tap's columns that feeds an FMA into every row that reads it. A
 tap's 16 columns are one load of x at stride 1; at stride 2 each input row's 32 + columns
 are loaded once, split into even and odd columns by two shuffles, and each tap is one of
-those shifted by whole lanes (one more shuffle). The padding costs no copy: a load that reaches past x's row is masked (the lanes
+those shifted by whole lanes (one more shuffle); without AVX-512, where those shuffles cross
+128-bit lanes, each even offset's 32 columns are loaded and split by in-lane shuffles
+(`_in_lane_taps`), in a lane order the stores undo. The padding costs no copy: a load that reaches past x's row is masked (the lanes
 outside read 0; without AVX-512, on the planes between x's first and last, a full load and a
 select: `loads_under_masks`), and an input row outside x multiplies zeros, so that 0 x inf weights give NaN
 as in the interpreter's zero-padded windows. The vectors whose taps all lie inside the row run
@@ -77,6 +79,21 @@ def loads_under_masks() -> bool:
     14x14 and 7x7 planes, where every tap is one, 1.6-1.9x slower than the full loads on
     2026-11-27 (AMD EPYC znver1; docs/cpu-codegen.md)."""
     return host_has_avx512()
+
+
+def in_lane_stride_2() -> bool:
+    """Whether stride-2 taps come from AVX2's in-lane shuffles (`WindowUkernel._in_lane_taps`),
+    in a lane order the stores undo, or from the even and odd halves of each input row
+    (`_row_taps`), without AVX-512 shuffles across 128-bit lanes: on 2026-11-28 (AMD EPYC
+    znver1) the in-lane taps ran the 3x3/2 and 5x5/2 convs of MobileNet-v2, EfficientNet and
+    ShuffleNet 1.07-1.48x faster (docs/cpu-codegen.md)."""
+    return not host_has_avx512()
+
+
+IN_LANE_ORDER = [8 * (lane // 8) + (0, 1, 4, 5, 2, 3, 6, 7)[lane % 8] for lane in range(VECTOR)]
+"""The output column in each lane of a tap from `_in_lane_taps`: per 8 lanes (one AVX2
+register), the 4 even floats of each 128-bit lane of two registers side by side; the
+permutation is its own inverse."""
 
 
 def applies(x_type: Attribute, w_type: Attribute, out_type: Attribute, groups: int, strides: Sequence[int]) -> bool:
@@ -141,6 +158,9 @@ class WindowUkernel(LLVMText):
 
     FILL = "zeroinitializer"
     """The value of the lanes of a tap outside x's row."""
+    IN_LANE_TAPS = True
+    """Whether stride-2 taps may come in lane order IN_LANE_ORDER (`in_lane_stride_2`), which
+    `_vector` undoes before its stores."""
 
     def __init__(
         self, name_: str, x: Sequence[int], window: Sequence[int], out: Sequence[int], strides: Sequence[int],
@@ -162,6 +182,8 @@ class WindowUkernel(LLVMText):
         self.blocks: set[tuple[int, tuple[bool, ...], bool]] = set()
         self.masked = True
         """Whether the block being written loads the lanes outside x's row under a mask (`_load`)."""
+        self.in_lane = self.IN_LANE_TAPS and self.sw == 2 and in_lane_stride_2()
+        """Whether the taps are `_in_lane_taps`, in lane order IN_LANE_ORDER."""
         planes = self.batch * self.channels
         self.full_loads = not loads_under_masks() and self.height * self.width >= VECTOR and planes > 2
         """Whether the planes between x's first and last run blocks of full loads: a load that
@@ -244,6 +266,8 @@ class WindowUkernel(LLVMText):
                     sums[r] = total
         for r, total in enumerate(sums):
             offset, lanes = self._out_offset(v, like, r)
+            if self.in_lane:
+                total = self._shuffle(total, total, IN_LANE_ORDER)
             self.emit(store(self.tile_epilogue.apply(total, 0, offset, lanes), self.pointer("%out", offset), lanes))
 
     def _out_offset(self, v: int | str, like: int, r: int) -> tuple[int | str, int]:
@@ -266,6 +290,8 @@ class WindowUkernel(LLVMText):
         start = like * VECTOR * self.sw - self.left
         offsets = [kw * self.dw for kw in range(self.kernel_w)]
         row = i * self.width - self.left
+        if self.sw == 2 and self.in_lane:
+            return self._in_lane_taps(x, start, row, offsets)
         if self.sw == 1:
             return [
                 self._load(self.pointer(x, row + offset), [0 <= start + offset + lane < self.width for lane in range(VECTOR)])
@@ -294,6 +320,25 @@ class WindowUkernel(LLVMText):
             shift, (first, *rest) = offset // 2, halves[offset % 2]
             second = rest[0] if rest else self.FILL
             taps.append(first if shift == 0 else self._shuffle(first, second, [shift + lane for lane in range(VECTOR)]))
+        return taps
+
+    def _in_lane_taps(self, x: str, start: int, row: int, offsets: list[int]) -> list[str]:
+        """Stride-2 taps in the lane order IN_LANE_ORDER (`in_lane`): 32 floats of the row
+        from each even offset, two loads, of which one in-lane shuffle per register keeps the
+        even floats (the tap at that offset) or the odd ones (the tap one column further)."""
+        loaded: dict[int, list[str]] = {}
+        taps = []
+        for offset in offsets:
+            base, parity = offset - offset % 2, offset % 2
+            if base not in loaded:
+                loaded[base] = [
+                    self._load(
+                        self.pointer(x, row + base + piece * VECTOR),
+                        [0 <= start + base + piece * VECTOR + lane < self.width for lane in range(VECTOR)],
+                    )
+                    for piece in (0, 1)
+                ]
+            taps.append(self._shuffle(*loaded[base], [2 * column + parity for column in IN_LANE_ORDER]))
         return taps
 
     def _pick_taps(self, pieces: list[str], offsets: list[int]) -> list[str]:

@@ -103,6 +103,8 @@ def _splat(literal: str) -> str:
 
 
 class _PoolUkernel(WindowUkernel):
+    IN_LANE_TAPS = False  # `_vector` and `_counts` keep the lanes in column order
+
     def __init__(
         self, name_: str, kind: str, x: Sequence[int], window: Sequence[int], out: Sequence[int],
         strides: Sequence[int], padding: Sequence[int],

@@ -10,6 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 import graphopt
 from graphopt.lowering import depthwise_conv, direct_conv, ukernels
+from graphopt.lowering.llvm_text import VECTOR
+from graphopt.runtime import jit
 from test_compile_anchors import array
 from test_conv_pool_kernels import check_group, group_module, split_small_kernels, with_specials  # noqa: F401 (a fixture)
 from test_graph_to_linalg import sample, tensor
@@ -152,6 +154,55 @@ def test_either_load_form_matches_interpreter(monkeypatch, masked, x, w, strides
     full = any(line.startswith("define") and "_full(" in line for line in ukernels.ukernel_ir(
         name, [MemRefType(f32, a.shape) for a in (*arrays, out)]).splitlines())
     assert full == (not masked and x[0] * x[1] > 2 and x[2] * x[3] >= 16)
+
+
+COLUMN_STRIDE_2 = [case for case in DEPTHWISE if case[2][1] == 2]
+
+
+@pytest.fixture(params=[True, False], ids=["in_lane", "halves"])
+def in_lane(request, monkeypatch):
+    """Stride-2 taps from in-lane shuffles or from even and odd halves (`in_lane_stride_2`),
+    whatever this CPU's; the kernel caches, keyed by the kernel and not the ukernel's code, are off."""
+    monkeypatch.setattr(depthwise_conv, "in_lane_stride_2", lambda: request.param)
+    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
+    monkeypatch.setattr(jit, "_cache", {})
+    return request.param
+
+
+def test_in_lane_order_is_one_shuffle_per_register():
+    """A tap's lane j (`_in_lane_taps`) reads float 2 x IN_LANE_ORDER[j] (+ 1) of the 32 loaded:
+    from the two registers of its own 8 lanes, in its own 128-bit half; and the order undoes itself."""
+    order = depthwise_conv.IN_LANE_ORDER
+    assert sorted(order) == list(range(VECTOR)) and [order[lane] for lane in order] == list(range(VECTOR))
+    for lane, column in enumerate(order):
+        for source in (2 * column, 2 * column + 1):
+            assert source // 16 == lane // 8 and source % 8 // 4 == lane % 8 // 4
+
+
+@pytest.mark.parametrize("masked", [True, False])
+@pytest.mark.parametrize("x, w, strides, dilations, padding", COLUMN_STRIDE_2)
+def test_stride_2_taps_match_interpreter(in_lane, monkeypatch, masked, x, w, strides, dilations, padding):
+    """Either form of stride-2 taps, with either form of loads past x's rows, on x with NaN and inf all over."""
+    monkeypatch.setattr(depthwise_conv, "loads_under_masks", lambda: masked)
+    module, bias = depthwise_group(x, w, strides, dilations, padding, "bias")
+    arrays = [with_specials(x, 0), sample(w, seed=1, specials=False)]
+    (expected,) = graphopt.interpret(module, *arrays, np.zeros(bias, np.float32))
+    out = np.full(expected.shape, np.nan, np.float32)
+    types = [MemRefType(f32, a.shape) for a in (*arrays, out)]
+    name = depthwise_conv.name(types, strides, dilations, padding)
+    call_ukernel(name, [*arrays, out])
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5, equal_nan=True)
+    ir = ukernels.ukernel_ir(name, types)
+    assert (", <16 x i32> <i32 0, i32 1, i32 4, i32 5, i32 2," in ir) == in_lane
+
+
+@pytest.mark.parametrize("epilogue", ["bias_relu6", "bias_silu"])
+def test_stride_2_epilogues_match_interpreter(in_lane, epilogue):
+    """The epilogues on the stored lanes, in column order: a tile's (relu6) and a plane's (SiLU),
+    on finite x (NaN and inf: `test_stride_2_taps_match_interpreter`)."""
+    x, w, strides, dilations, padding = ((2, 3, 12, 40), (3, 1, 3, 3), (2, 2), (1, 1), (1, 1, 1, 1))
+    module, bias = depthwise_group(x, w, strides, dilations, padding, epilogue)
+    check_group(module, [sample(x, specials=False), sample(w, seed=1, specials=False), sample(bias, seed=2, specials=False)])
 
 
 @st.composite
