@@ -290,7 +290,7 @@ class WindowUkernel(LLVMText):
         start = like * VECTOR * self.sw - self.left
         offsets = [kw * self.dw for kw in range(self.kernel_w)]
         row = i * self.width - self.left
-        if self.sw == 2 and self.in_lane:
+        if self.in_lane:
             return self._in_lane_taps(x, start, row, offsets)
         if self.sw == 1:
             return [
