@@ -68,10 +68,10 @@ def register_tile(avx512: bool) -> tuple[int, int, int, int, int, int]:
     16 of 8 floats; 0 (one tap per step) with AVX-512, where rows of taps were not measured.
     MAX_ROW_TAP_TILES: tiles of a super-tile written out at most for tiles whose steps take a
     row of taps (`positions`; AVX2's 3x3s in tiles of 4): 55, so that SqueezeNet's rows of 55,
-    27 and 13 (super-tiles of 4 rows) and rows of 14 take them rather than one-tap tiles of 5
-    or 6 (Zen 1, the whole conv: 16->64 at 55 1.14x, 32->128 at 27 1.06x, 48->192 and 64->256
-    at 13 1.04x and 1.10x, 64->96 at 14 1.03x faster; rows of 7, where most tiles of 4 cross
-    a row, 0.99-1.01x at 1 thread and 512->512 0.95x at 2: they keep tiles of 6)."""
+    27 and 13 (super-tiles of 4 rows) take them rather than one-tap tiles of 5 or 6 (Zen 1,
+    the whole conv: 16->64 at 55 1.14x, 32->128 at 27 1.06x, 48->192 and 64->256 at 13 1.04x
+    and 1.10x faster). Rows of 14 and 7 keep tiles of 6: 14 ran 1.00-1.03x alone but VGG-19 at
+    2 threads 1.06x slower (three runs); 7, where most tiles of 4 cross a row, 0.95x at 2 threads."""
     return AVX512_TILE if avx512 else AVX2_TILE
 
 
@@ -109,11 +109,11 @@ def positions(out_w: int, kernel_w: int = 1) -> int | None:
     """Output positions per tile for rows of `out_w` and windows `kernel_w` wide: None when no
     size from POSITIONS down to FEWEST_POSITIONS divides OW (a loop over the tiles of each row)
     or has a super-tile lcm(P, OW) of at most MAX_UNROLLED_TILES tiles (rows of 17); else the
-    most positions whose steps take a row of taps (`taps_per_step`), that a row holds twice (most
-    tiles then stay in one row) and whose super-tile is at most MAX_ROW_TAP_TILES tiles, else
+    most positions whose steps take a row of taps (`taps_per_step`), in odd rows that hold two
+    such tiles or more, whose super-tile is at most MAX_ROW_TAP_TILES tiles, else
     the most whose super-tile is at most MAX_UNROLLED_TILES (AVX512_TILE: rows of 224, 112, 56,
-    28, 14 and 7: 14; of 13: 13; of 27: 12; of 50: 10; of 55: 11; AVX2_TILE: 3x3s: 4, rows of 7
-    and 1: 6; 1x1s: rows of 224, 112, 56 and 28: 4; of 14, 7, 13 and 27: 6; of 55 and 50: 5)."""
+    28, 14 and 7: 14; of 13: 13; of 27: 12; of 50: 10; of 55: 11; AVX2_TILE: 3x3s: 4, rows of 14,
+    7 and 1: 6; 1x1s: rows of 224, 112, 56 and 28: 4; of 14, 7, 13 and 27: 6; of 55 and 50: 5)."""
 
     def fits(p: int, most_tiles: int) -> bool:
         return out_w % p == 0 or math.lcm(p, out_w) // p <= most_tiles
@@ -121,7 +121,7 @@ def positions(out_w: int, kernel_w: int = 1) -> int | None:
     sizes = range(POSITIONS, FEWEST_POSITIONS - 1, -1)
     fitting = [p for p in sizes if fits(p, MAX_UNROLLED_TILES)]
     rows_of_taps = [
-        p for p in sizes if taps_per_step(kernel_w, p) > 1 and out_w >= 2 * p and fits(p, MAX_ROW_TAP_TILES)
+        p for p in sizes if taps_per_step(kernel_w, p) > 1 and out_w % 2 and out_w >= 2 * p and fits(p, MAX_ROW_TAP_TILES)
     ]
     return (rows_of_taps + fitting)[0] if fitting else None
 
