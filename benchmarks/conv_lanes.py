@@ -3,13 +3,14 @@ ukernel and the conv GEMM, one thread unless said.
 
     python benchmarks/conv_lanes.py [--seconds 1.0] [--threads 1] [--shapes 0:8]
 
-For each shape (ResNet-50's and Inception-v2's 3x3s and stems at batch 1, 1x1s, stride 2 and
-odd ones), conv2d(x, w) + bias, relu with w and bias constants, compiled three times by
-graphopt.compile(backends=("cpu",)): as `conv_lanes` (the cpu schedule's `lanes_conv` made
-true, `conv_gemm` false), as the direct ukernel (both false) and as the packed GEMM (`conv_gemm`
-true, `lanes_conv` false). All apply bias and relu in the tile and include the Executable's
-dispatch; they run in alternating blocks of calls (benchmarks/timing.py). Prints medians,
-GFLOP/s and each other's time over the lanes ukernel's; the results are checked against each other.
+For each shape (ResNet-50's and Inception-v2's 3x3s and stems at batch 1, 1x1s, stride 2,
+SqueezeNet's and Inception-v2's 3x3s at 55, 27, 13, 28, 14 and 7, and odd ones), conv2d(x, w) +
+bias, relu with w and bias constants, compiled three times by graphopt.compile(backends=("cpu",)):
+as `conv_lanes` (the cpu schedule's `lanes_conv` made true, `conv_gemm` false), as the direct
+ukernel (both false) and as the packed GEMM (`conv_gemm` true, `lanes_conv` false). All apply bias
+and relu in the tile and include the Executable's dispatch; they run in alternating blocks of calls
+(benchmarks/timing.py). Prints medians, GFLOP/s and each other's time over the lanes ukernel's; the
+results are checked against each other.
 """
 
 import argparse
@@ -31,7 +32,7 @@ SIDES = {"lanes": (ALWAYS, NEVER), "direct": (NEVER, NEVER), "gemm": (NEVER, ALW
 
 SHAPES = [
     # (batch, in channels, height, width, out channels, window, stride): ResNet-50's and
-    # Inception-v2's, 1x1s, SqueezeNet's and VGG's 3x3s, few channels, odd sizes
+    # Inception-v2's, 1x1s, SqueezeNet's, Inception-v2's and VGG's 3x3s, few channels, odd sizes
     (1, 64, 56, 56, 64, 3, 1),
     (1, 128, 28, 28, 128, 3, 1),
     (1, 256, 14, 14, 256, 3, 1),
@@ -46,6 +47,12 @@ SHAPES = [
     (1, 16, 55, 55, 64, 3, 1),
     (1, 32, 27, 27, 128, 3, 1),
     (1, 64, 13, 13, 256, 3, 1),
+    (1, 48, 13, 13, 192, 3, 1),
+    (1, 64, 28, 28, 96, 3, 1),
+    (1, 64, 14, 14, 96, 3, 1),
+    (1, 160, 14, 14, 192, 3, 1),
+    (1, 192, 7, 7, 320, 3, 1),
+    (1, 128, 28, 28, 160, 3, 2),
     (1, 64, 224, 224, 64, 3, 1),
     (1, 64, 50, 50, 40, 3, 1),
     (1, 3, 56, 56, 24, 3, 1),

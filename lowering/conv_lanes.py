@@ -48,12 +48,13 @@ from graphopt.lowering.llvm_text import (
     store_first,
 )
 
-AVX512_TILE = (2, 14, 7, 12, 0)
-AVX2_TILE = (1, 6, 4, 13, 8)
-"""(BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES, ROW_REGISTERS) of a register tile (`register_tile`)."""
+AVX512_TILE = (2, 14, 7, 12, 0, 0)
+AVX2_TILE = (1, 6, 4, 13, 8, 55)
+"""(BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES, ROW_REGISTERS, MAX_ROW_TAP_TILES) of a
+register tile (`register_tile`)."""
 
 
-def register_tile(avx512: bool) -> tuple[int, int, int, int, int]:
+def register_tile(avx512: bool) -> tuple[int, int, int, int, int, int]:
     """The register tile for a CPU with or without AVX-512 (`llvm_text.host_has_avx512`): with
     AVX-512's 32 registers of 16 floats, 2 x 14 (28 accumulators, 2 weight vectors; 2 x 14 ran
     1-4% faster than 2 x 12, 3 x 8, 4 x 6 and 1 x 28 on ResNet-50's 3x3s and stem, Zen 4);
@@ -64,14 +65,21 @@ def register_tile(avx512: bool) -> tuple[int, int, int, int, int]:
     super-tiles of up to 13 tiles so that rows of 13 (SqueezeNet's) fit tiles of 6: 64->256 3x3
     at 13 ran 7.4x, 512->1008 1x1 1.6x faster than the direct ukernel and the GEMM there.
     ROW_REGISTERS: registers of 16 floats that a row of taps may fill (`taps_per_step`): AVX2's
-    16 of 8 floats; 0 (one tap per step) with AVX-512, where rows of taps were not measured."""
+    16 of 8 floats; 0 (one tap per step) with AVX-512, where rows of taps were not measured.
+    MAX_ROW_TAP_TILES: tiles of a super-tile written out at most for tiles whose steps take a
+    row of taps (`positions`; AVX2's 3x3s in tiles of 4): 55, so that SqueezeNet's rows of 55,
+    27 and 13 (super-tiles of 4 rows) take them rather than one-tap tiles of 5 or 6 (Zen 1,
+    the whole conv: 16->64 at 55 1.14x, 32->128 at 27 1.06x, 48->192 and 64->256 at 13 1.04x
+    and 1.10x faster). Rows of 14 and 7 keep tiles of 6: 14 ran 1.00-1.03x alone but VGG-19 at
+    2 threads 1.06x slower (three runs); 7, where most tiles of 4 cross a row, 0.95x at 2 threads."""
     return AVX512_TILE if avx512 else AVX2_TILE
 
 
-BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES, ROW_REGISTERS = register_tile(host_has_avx512())
+BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES, ROW_REGISTERS, MAX_ROW_TAP_TILES = register_tile(host_has_avx512())
 """Vectors of 16 output channels per register tile; output positions per tile, at most and at
 least; tiles of a super-tile, and tiles after the last one, written out at most (`positions`);
-registers for a row of taps (`taps_per_step`): this CPU's `register_tile`."""
+registers for a row of taps (`taps_per_step`); the most tiles of a super-tile of tiles that
+take one: this CPU's `register_tile`."""
 PLAIN_STORE_LANES = 0 if host_has_avx512() else 4
 """Tiles of at most this many positions store them as vectors of P floats (`store_first`: one
 `vmovups xmm` for 4) rather than under a mask (`store`): without AVX-512 the masked store is
@@ -92,23 +100,30 @@ def applies(x_type: Attribute, w_type: Attribute, out_type: Attribute, groups: i
     that a tile size tiles (`positions`)."""
     return (
         groups == 1
-        and positions(out_type.get_shape()[3]) is not None
+        and positions(out_type.get_shape()[3], w_type.get_shape()[3]) is not None
         and all(t.get_element_type() == f32 for t in (x_type, w_type, out_type))
     )
 
 
-def positions(out_w: int) -> int | None:
-    """Output positions per tile for rows of `out_w`: the most, from POSITIONS down to
-    FEWEST_POSITIONS, that divide OW (a loop over the tiles of each row) or whose super-tile
-    lcm(P, OW) is at most MAX_UNROLLED_TILES tiles (AVX512_TILE: rows of 224, 112, 56, 28, 14
-    and 7: 14; of 13: 13; of 27: 12; of 50: 10; of 55: 11; AVX2_TILE: of 224, 112, 56 and 28:
-    4; of 14, 7, 13 and 27: 6; of 55 and 50: 5); None when none is (rows of 17)."""
-    fitting = (
-        p
-        for p in range(POSITIONS, FEWEST_POSITIONS - 1, -1)
-        if out_w % p == 0 or math.lcm(p, out_w) // p <= MAX_UNROLLED_TILES
-    )
-    return next(fitting, None)
+def positions(out_w: int, kernel_w: int = 1) -> int | None:
+    """Output positions per tile for rows of `out_w` and windows `kernel_w` wide: None when no
+    size from POSITIONS down to FEWEST_POSITIONS divides OW (a loop over the tiles of each row)
+    or has a super-tile lcm(P, OW) of at most MAX_UNROLLED_TILES tiles (rows of 17); else the
+    most positions whose steps take a row of taps (`taps_per_step`), in odd rows that hold two
+    such tiles or more, whose super-tile is at most MAX_ROW_TAP_TILES tiles, else
+    the most whose super-tile is at most MAX_UNROLLED_TILES (AVX512_TILE: rows of 224, 112, 56,
+    28, 14 and 7: 14; of 13: 13; of 27: 12; of 50: 10; of 55: 11; AVX2_TILE: 3x3s: 4, rows of 14,
+    7 and 1: 6; 1x1s: rows of 224, 112, 56 and 28: 4; of 14, 7, 13 and 27: 6; of 55 and 50: 5)."""
+
+    def fits(p: int, most_tiles: int) -> bool:
+        return out_w % p == 0 or math.lcm(p, out_w) // p <= most_tiles
+
+    sizes = range(POSITIONS, FEWEST_POSITIONS - 1, -1)
+    fitting = [p for p in sizes if fits(p, MAX_UNROLLED_TILES)]
+    rows_of_taps = [
+        p for p in sizes if taps_per_step(kernel_w, p) > 1 and out_w % 2 and out_w >= 2 * p and fits(p, MAX_ROW_TAP_TILES)
+    ]
+    return (rows_of_taps + fitting)[0] if fitting else None
 
 
 def taps_per_step(kernel_w: int, positions: int) -> int:
@@ -311,7 +326,7 @@ class _Ukernel(LLVMText):
         epilogue = tile_epilogue.parameters(self.epilogue, "noalias ")
         self.define(f"define void @{self.name}(ptr noalias %x, ptr noalias %w{epilogue}, ptr noalias %out) {{")
         window = self.kernel_h * self.kernel_w
-        size = positions(self.out_w)
+        size = positions(self.out_w, self.kernel_w)
         super_tile = math.lcm(size, self.out_w)
 
         def image(n: str) -> None:

@@ -43,7 +43,7 @@ TILES = {"avx512_tile": conv_lanes.AVX512_TILE, "avx2_tile": conv_lanes.AVX2_TIL
 def tile(request, monkeypatch):
     """The ukernel built with each register tile, whatever this CPU's (`register_tile`); the
     kernel caches, keyed by the CPU and not by the tile, are off."""
-    names = ("BLOCKS", "POSITIONS", "FEWEST_POSITIONS", "MAX_UNROLLED_TILES", "ROW_REGISTERS")
+    names = ("BLOCKS", "POSITIONS", "FEWEST_POSITIONS", "MAX_UNROLLED_TILES", "ROW_REGISTERS", "MAX_ROW_TAP_TILES")
     for attribute, value in zip(names, request.param, strict=True):
         monkeypatch.setattr(conv_lanes, attribute, value)
     monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
@@ -57,13 +57,18 @@ def lanes_calls(module) -> list[func.CallOp]:
     return [op for op in calls if op.callee.string_value().startswith(f"{conv_lanes.PREFIX}_")]
 
 
-def test_tiles_fit_the_rows(tile):
+@pytest.mark.parametrize("kernel_w", [1, 3])
+def test_tiles_fit_the_rows(tile, kernel_w):
+    """The AVX2 tile's 3x3s take tiles of 4 (a row of taps per step) in the odd rows of two or
+    more of them and where 4 divides the row, its 1x1s the most positions; rows of 17 fit no tile."""
     widths = (224, 112, 56, 28, 14, 7, 1, 13, 27, 50, 55, 17)
     fitting = {
-        conv_lanes.AVX512_TILE: [14, 14, 14, 14, 14, 14, 14, 13, 12, 10, 11, None],
-        conv_lanes.AVX2_TILE: [4, 4, 4, 4, 6, 6, 6, 6, 6, 5, 5, None],
+        (conv_lanes.AVX512_TILE, 1): [14, 14, 14, 14, 14, 14, 14, 13, 12, 10, 11, None],
+        (conv_lanes.AVX512_TILE, 3): [14, 14, 14, 14, 14, 14, 14, 13, 12, 10, 11, None],
+        (conv_lanes.AVX2_TILE, 1): [4, 4, 4, 4, 6, 6, 6, 6, 6, 5, 5, None],
+        (conv_lanes.AVX2_TILE, 3): [4, 4, 4, 4, 6, 6, 6, 4, 4, 5, 4, None],
     }
-    assert [conv_lanes.positions(w) for w in widths] == fitting[tile]
+    assert [conv_lanes.positions(w, kernel_w) for w in widths] == fitting[tile, kernel_w]
 
 
 def test_a_step_takes_a_row_of_taps_where_the_registers_hold_it(tile):
@@ -120,8 +125,12 @@ CONVOLUTIONS = [
     # (`taps_per_step`), whose x values, in two stride phases, are not in the taps' order
     ((1, 5, 7, 56), (16, 5, 3, 3), (2, 2), (1, 1), (1, 1, 1, 1)),
     ((1, 3, 6, 32), (16, 3, 3, 3), (1, 1), (2, 2), (0, 0, 0, 0)),
-    # rows of 13 (SqueezeNet's): tiles of 13, or of 6 in super-tiles of 6 rows and a rest of 13
+    # rows of 13 (SqueezeNet's): tiles of 13, or of 4 (AVX2) in super-tiles of 4 rows and a rest of 13
     ((1, 4, 13, 13), (32, 4, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    # rows of 55 and 27 (SqueezeNet's): AVX2 tiles of 4 crossing rows, in a super-tile of 4 rows
+    # and a rest of 55 (13 tiles and one of 3); one row of 27 (6 tiles and one of 3)
+    ((1, 3, 5, 55), (16, 3, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
+    ((2, 5, 1, 27), (16, 5, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),
 ]
 
 
