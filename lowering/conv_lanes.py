@@ -107,14 +107,16 @@ def applies(x_type: Attribute, w_type: Attribute, out_type: Attribute, groups: i
 
 
 def positions(out_w: int, kernel_w: int = 1) -> int | None:
-    """Output positions per tile for rows of `out_w` and windows `kernel_w` wide: None when no
-    size from POSITIONS down to FEWEST_POSITIONS divides OW (a loop over the tiles of each row)
-    or has a super-tile lcm(P, OW) of at most MAX_UNROLLED_TILES tiles (rows of 17); else the
-    most positions whose steps take a row of taps (`taps_per_step`), in odd rows that hold two
-    such tiles or more, whose super-tile is at most MAX_ROW_TAP_TILES tiles, else
-    the most whose super-tile is at most MAX_UNROLLED_TILES (AVX512_TILE: rows of 224, 112, 56,
-    28, 14 and 7: 14; of 13: 13; of 27: 12; of 50: 10; of 55: 11; AVX2_TILE: 3x3s: 4, rows of 14,
-    7 and 1: 6; 1x1s: rows of 224, 112, 56 and 28: 4; of 14, 7, 13 and 27: 6; of 55 and 50: 5)."""
+    """Output positions per tile for rows of `out_w` and windows `kernel_w` wide, from POSITIONS
+    down to FEWEST_POSITIONS; None when no size tiles the row, that is, none divides OW (a loop
+    over the tiles of each row) or has a super-tile lcm(P, OW) of at most MAX_UNROLLED_TILES
+    tiles (rows of 17).
+
+    First choice, in odd rows that hold two tiles or more: the most positions whose steps take a
+    row of taps (`taps_per_step`) and whose super-tile is at most MAX_ROW_TAP_TILES tiles. Else
+    the most positions that tile the row. AVX512_TILE: rows of 224, 112, 56, 28, 14 and 7: 14; of
+    13: 13; of 27: 12; of 50: 10; of 55: 11. AVX2_TILE, 1x1s: rows of 224, 112, 56 and 28: 4; of
+    14, 7, 13 and 27: 6; of 55 and 50: 5; 3x3s the same but for the odd rows of 13, 27 and 55: 4."""
 
     def fits(p: int, most_tiles: int) -> bool:
         return out_w % p == 0 or math.lcm(p, out_w) // p <= most_tiles
