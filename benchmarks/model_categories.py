@@ -4,7 +4,7 @@
 
 Every graphopt step (`Executable.profile`) and every ONNX Runtime node (its per-node profile,
 `SessionOptions.enable_profiling`), medians of `repeat` runs, summed by category: convs by the
-ukernel the cpu schedule picks (`CpuSchedule`: depthwise, lanes, GEMM, direct, loops), pools,
+ukernel the cpu schedule picks (`CpuSchedule.conv_ukernel`: lanes, depthwise, gemm, direct, loops), pools,
 concats, FC, reshapes/transposes (channel shuffles), the rest by op kind. ORT's conv nodes are
 matched to graphopt's convs by (w, x) shape in order, so each conv row compares the same convs
 (unmatched ones are printed). The last rows: the sum of steps (nodes), a whole call's median, and
@@ -26,6 +26,7 @@ import onnxruntime
 
 import graphopt
 from graphopt.dialects import graph
+from graphopt.lowering.linalg.abi import Group
 from graphopt.lowering.linalg.schedule import CpuSchedule
 from models import BACKENDS, load_model, model_inputs
 
@@ -37,22 +38,13 @@ ORT_CATEGORIES = {
 TOP_CONVS = 8
 
 
-def conv_kind(op: graph.Conv2dOp, schedule: CpuSchedule = CpuSchedule()) -> str:
-    """The ukernel the cpu lowering calls for `op` (linalg/conv.py asks in this order)."""
-    for kind, applies in (("depthwise", schedule.depthwise_conv), ("lanes", schedule.lanes_conv),
-                          ("GEMM", schedule.conv_gemm), ("direct", schedule.direct_conv)):
-        if applies(op):
-            return f"conv {kind}"
-    return "conv loops"
-
-
 def step_category(step) -> tuple[str, graph.Conv2dOp | None]:
     """A step's category, and its conv if it has one."""
     ops = graph.computed_ops(step.op)
     kinds = [op.name.removeprefix("graph.") for op in ops]
     convs = [op for op in ops if isinstance(op, graph.Conv2dOp)]
     if convs:
-        return conv_kind(convs[0]), convs[0]
+        return f"conv {CpuSchedule().conv_ukernel(Group.of(step.op), convs[0]) or 'loops'}", convs[0]
     for category, matches in (("pool", "pool"), ("concat", "concat"), ("FC", "matmul")):
         if any(matches in kind for kind in kinds):
             return category, None

@@ -57,16 +57,14 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
 
     `phases` holds x, zero-padded, split by the strides (sh, sw) into phases (a, b), each a
     flat array of rows of R = ceil(padded width / sw) (`_conv_phases`; stride 1: one phase, the
-    padded x with its rows flattened), so every tap reads x at stride 1. On the CPU, an f32
-    depthwise conv (one input channel per group, `depthwise_conv.applies`) calls the depthwise
-    ukernel on x itself, with no copy; an f32 conv whose window is deep enough for a group
-    (`direct_conv.applies`) calls the direct convolution ukernel on the phases (with
-    `direct_conv.SLACK` floats more), which keeps its output tiles in registers; one that the
-    schedule runs as a GEMM (`schedule.conv_gemm`) calls the packed GEMM ukernel with b
-    row-major (`packed_gemm.ROW_MAJOR`), one GEMM per image (and group): out[n] as [O, OH * OW]
-    = w as [O, C * KH * KW] @ b[n] (`_gemm_b`); one that the schedule runs with output channels on the
-    lanes (`schedule.lanes_convs`: its w a constant) calls `conv_lanes` on the phases (x itself
-    for a 1x1 of stride 1 without padding) and on w packed at compile time (`Kernel.lanes_weights`).
+    padded x with its rows flattened), so every tap reads x at stride 1. The conv calls the ukernel
+    that the schedule names (`schedule.conv_ukernel`): "lanes" calls `conv_lanes`, output channels
+    on the lanes, on the phases (x itself for a 1x1 of stride 1 without padding) and on w packed at
+    compile time (`Kernel.lanes_weights`); "depthwise" calls the depthwise ukernel on x itself,
+    with no copy; "gemm" calls the packed GEMM ukernel with b row-major (`packed_gemm.ROW_MAJOR`),
+    one GEMM per image (and group): out[n] as [O, OH * OW] = w as [O, C * KH * KW] @ b[n]
+    (`_gemm_b`); "direct" calls the direct convolution ukernel on the phases (with
+    `direct_conv.SLACK` floats more), which keeps its output tiles in registers.
     All four apply the group's elementwise tail to the
     output vectors when the schedule takes it as a tile epilogue (then the call writes the
     group's result, and this returns True). Otherwise the
@@ -78,26 +76,27 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
       output channels, so LLVM keeps their weights in registers and vectorizes p;
     - out[n, o, oh, ow] = acc[n, o, oh * R + ow].
     """
-    if op in kernel.lanes_weights:
+    ukernel = kernel.schedule.conv_ukernel(kernel.group, op)
+    if ukernel == "lanes":
         phases, row = (kernel.materialize(op.x), shape_of(op.x)[3]) if _reads_x_in_place(op) else _conv_phases(kernel, op)
         epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
         operands = [phases, kernel.lanes_weights[op], *epilogue_operands, out]
         name = conv_lanes.name([v.type for v in operands], row, op.get("dilations"), epilogue)
         kernel.builder.insert(ukernels.call(name, operands))
         return bool(epilogue)
-    if kernel.schedule.depthwise_conv(op):
+    if ukernel == "depthwise":
         epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
         operands = [kernel.materialize(op.x), kernel.materialize(op.w), *epilogue_operands, out]
         attributes = (op.get(key) for key in ("strides", "dilations", "padding"))
         name = depthwise_conv.name([v.type for v in operands], *attributes, epilogue)
         kernel.builder.insert(ukernels.call(name, operands))
         return bool(epilogue)
-    if kernel.schedule.conv_gemm(op):
+    if ukernel == "gemm":
         epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
         operands = [_gemm_b(kernel, op), kernel.materialize(op.w), *epilogue_operands, out]
         kernel.builder.insert(ukernels.call(packed_gemm.row_major_name([v.type for v in operands], epilogue), operands))
         return bool(epilogue)
-    if kernel.schedule.direct_conv(op):
+    if ukernel == "direct":
         phases, row = _conv_phases(kernel, op, direct_conv.SLACK)
         epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
         operands = [phases, kernel.materialize(op.w), *epilogue_operands, out]

@@ -96,14 +96,20 @@ class PlainSchedule:
         """Whether the conv calls the direct convolution ukernel."""
         return False
 
+    def conv_ukernel(self, group: Group, op: graph.Conv2dOp) -> str | None:
+        """The ukernel a conv of `group` calls (`linalg/conv.py` dispatches on it): "lanes" (its w
+        a constant that `conv_lanes` takes packed at compile time), else the first of "depthwise",
+        "gemm" and "direct" whose rule takes it; None for the loop nest."""
+        if group.constant_value(op.w) is not None and self.lanes_conv(op):
+            return "lanes"
+        for ukernel, takes in (("depthwise", self.depthwise_conv), ("gemm", self.conv_gemm), ("direct", self.direct_conv)):
+            if takes(op):
+                return ukernel
+        return None
+
     def lanes_convs(self, group: Group) -> dict[graph.Conv2dOp, None]:
-        """The group's convs that call the `conv_lanes` ukernel on their w packed at compile
-        time (an ordered set): those whose w is a constant and that `lanes_conv` takes."""
-        return {
-            op: None
-            for op in group.ops
-            if isinstance(op, graph.Conv2dOp) and group.constant_value(op.w) is not None and self.lanes_conv(op)
-        }
+        """The group's convs that call the `conv_lanes` ukernel (an ordered set)."""
+        return {op: None for op in group.ops if isinstance(op, graph.Conv2dOp) and self.conv_ukernel(group, op) == "lanes"}
 
     def lanes_conv(self, op: graph.Conv2dOp) -> bool:
         """Whether the conv, its w a constant, calls the `conv_lanes` ukernel."""
