@@ -36,6 +36,16 @@ the memory x streams from, not by shuffles. Against the loop nest of
 `linalg/pool.py` the ukernel ran 1.3-3.7x faster on 3x3/2 max pools (ResNet-50's 1x64x112x112:
 215 -> 61 us, about 65 GB/s; ONNX Runtime 118 us) and 5-6x on 3x3/1 average pools
 (Inception's 1x192x28x28: 133 -> 26 us, ONNX Runtime 48 us); docs/cpu-codegen.md has the table.
+
+Without AVX-512 (`depthwise_conv.in_lane_stride_2`) the stride-2 taps of windows wider than
+IN_LANE_NARROWEST columns are the depthwise ukernel's in-lane ones (`_in_lane_taps`), whose
+lanes hold the output columns in the order IN_LANE_ORDER: the max's NaN select works lane by
+lane, the average's counts are built in that order, and one permute per register puts each
+result back in column order before its store (`_in_column_order`). Blocks then have at least
+IN_LANE_SHARED_ROWS rows where output rows share input rows. On the AMD EPYC znver1 host
+(2026-11-28, one thread) the 3x3/2 max and average pools of SqueezeNet, ResNet-50, ShuffleNet
+and Inception-v1 ran 1.17-1.47x faster than with the halves in blocks of one row
+(docs/cpu-codegen.md, "Pools on AVX2: in-lane taps").
 """
 
 from __future__ import annotations
@@ -66,7 +76,7 @@ IN_LANE_SHARED_ROWS = 2
 consecutive output rows share input rows: each shared row's taps are shuffled and combined once
 for both. On 2026-11-28 (AMD EPYC znver1, one thread) the 3x3/2 max and average pools of
 SqueezeNet, ResNet-50, ShuffleNet and Inception-v1 ran 1.02-1.20x faster in blocks of 2 rows than
-of 1 (3 rows: within 4% of 2, 9% slower on SqueezeNet's 64x111x111)."""
+of 1 (3 rows: within 5% of 2, 9% slower on SqueezeNet's 64x111x111)."""
 NAN = "0x7FF8000000000000"
 MINUS_INF = "0xFFF0000000000000"
 
