@@ -160,7 +160,7 @@ class WindowUkernel(LLVMText):
     """The value of the lanes of a tap outside x's row."""
     IN_LANE_TAPS = True
     """Whether stride-2 taps may come in lane order IN_LANE_ORDER (`in_lane_stride_2`), which
-    `_vector` undoes before its stores."""
+    `_vector` undoes before its stores (`_in_column_order`)."""
 
     def __init__(
         self, name_: str, x: Sequence[int], window: Sequence[int], out: Sequence[int], strides: Sequence[int],
@@ -266,9 +266,12 @@ class WindowUkernel(LLVMText):
                     sums[r] = total
         for r, total in enumerate(sums):
             offset, lanes = self._out_offset(v, like, r)
-            if self.in_lane:
-                total = self._shuffle(total, total, IN_LANE_ORDER)
+            total = self._in_column_order(total)
             self.emit(store(self.tile_epilogue.apply(total, 0, offset, lanes), self.pointer("%out", offset), lanes))
+
+    def _in_column_order(self, vector: str) -> str:
+        """`vector`, computed from taps in this ukernel's lane order, with its lanes in column order."""
+        return self._shuffle(vector, vector, IN_LANE_ORDER) if self.in_lane else vector
 
     def _out_offset(self, v: int | str, like: int, r: int) -> tuple[int | str, int]:
         """Where block row r's vector v starts in %out, and how many of its lanes are stored."""
@@ -456,12 +459,15 @@ class WindowUkernel(LLVMText):
         if plane % VECTOR:
             vector(self.value(f"add i64 {start}, {plane // VECTOR * VECTOR}"), plane % VECTOR)
 
+    def _block_rows(self) -> int:
+        """Output rows per block: ROWS[sh], TALL_STRIDE_2_ROWS for windows of 5 or more rows at stride 2."""
+        return TALL_STRIDE_2_ROWS if self.sh == 2 and self.kernel_h >= 5 else ROWS.get(self.sh, 1)
+
     def _block_runs(self) -> list[tuple[int, int, int, tuple[bool, ...]]]:
         """(first output row, blocks, rows per block, input rows inside x) for each run of
-        consecutive blocks of ROWS[sh] output rows (TALL_STRIDE_2_ROWS for windows of 5 or more
-        rows at stride 2; the last block: the rows left) alike."""
+        consecutive blocks of `_block_rows` output rows (the last block: the rows left) alike."""
         runs: list[tuple[int, int, int, tuple[bool, ...]]] = []
-        block = TALL_STRIDE_2_ROWS if self.sh == 2 and self.kernel_h >= 5 else ROWS.get(self.sh, 1)
+        block = self._block_rows()
         for first in range(0, self.out_h, block):
             rows = min(block, self.out_h - first)
             reach = (rows - 1) * self.sh + (self.kernel_h - 1) * self.dh + 1

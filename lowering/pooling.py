@@ -36,6 +36,16 @@ the memory x streams from, not by shuffles. Against the loop nest of
 `linalg/pool.py` the ukernel ran 1.3-3.7x faster on 3x3/2 max pools (ResNet-50's 1x64x112x112:
 215 -> 61 us, about 65 GB/s; ONNX Runtime 118 us) and 5-6x on 3x3/1 average pools
 (Inception's 1x192x28x28: 133 -> 26 us, ONNX Runtime 48 us); docs/cpu-codegen.md has the table.
+
+Without AVX-512 (`depthwise_conv.in_lane_stride_2`) the stride-2 taps of windows wider than
+IN_LANE_NARROWEST columns are the depthwise ukernel's in-lane ones (`_in_lane_taps`), whose
+lanes hold the output columns in the order IN_LANE_ORDER: the max's NaN select works lane by
+lane, the average's counts are built in that order, and one permute per register puts each
+result back in column order before its store (`_in_column_order`). Blocks then have at least
+IN_LANE_SHARED_ROWS rows where output rows share input rows. On the AMD EPYC znver1 host
+(2026-11-28, one thread) the 3x3/2 max and average pools of SqueezeNet, ResNet-50, ShuffleNet
+and Inception-v1 ran 1.17-1.47x faster than with the halves in blocks of one row
+(docs/cpu-codegen.md, "Pools on AVX2: in-lane taps").
 """
 
 from __future__ import annotations
@@ -47,7 +57,7 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import Attribute
 
-from graphopt.lowering.depthwise_conv import WindowUkernel
+from graphopt.lowering.depthwise_conv import IN_LANE_ORDER, WindowUkernel
 from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, store
 
 PREFIX = "graphopt_spool"
@@ -56,6 +66,17 @@ MAX_TAPS = 64
 MAX_COLUMN_STRIDE = 4
 """The largest column stride the ukernel takes (a stride above 2 picks each tap's lanes from
 the row's pieces joined into one vector: 8 pieces at 4)."""
+IN_LANE_NARROWEST = 2
+"""The widest window (in columns) whose stride-2 taps stay even and odd halves on AVX2: a 2-wide
+window's two taps are one row's halves, which LLVM sums with one cross-lane permute per vector
+(vhaddps), where in-lane taps take two shuffles and the stores' permute (DenseNet's 2x2/2 average
+pools ran 0.95-0.99x as fast in-lane on 2026-11-28)."""
+IN_LANE_SHARED_ROWS = 2
+"""Output rows per block (at least) for in-lane stride-2 taps (`WindowUkernel.in_lane`) when
+consecutive output rows share input rows: each shared row's taps are shuffled and combined once
+for both. On 2026-11-28 (AMD EPYC znver1, one thread) the 3x3/2 max and average pools of
+SqueezeNet, ResNet-50, ShuffleNet and Inception-v1 ran 1.02-1.20x faster in blocks of 2 rows than
+of 1 (3 rows: within 5% of 2, 9% slower on SqueezeNet's 64x111x111)."""
 NAN = "0x7FF8000000000000"
 MINUS_INF = "0xFFF0000000000000"
 
@@ -103,8 +124,6 @@ def _splat(literal: str) -> str:
 
 
 class _PoolUkernel(WindowUkernel):
-    IN_LANE_TAPS = False  # `_vector` and `_counts` keep the lanes in column order
-
     def __init__(
         self, name_: str, kind: str, x: Sequence[int], window: Sequence[int], out: Sequence[int],
         strides: Sequence[int], padding: Sequence[int],
@@ -112,6 +131,13 @@ class _PoolUkernel(WindowUkernel):
         super().__init__(name_, x, window, out, strides, (1, 1), padding, ())
         self.kind = kind
         self.FILL = _splat(MINUS_INF) if kind == "max" else "zeroinitializer"
+        self.in_lane = self.in_lane and self.kernel_w > IN_LANE_NARROWEST
+
+    def _block_rows(self) -> int:
+        """The depthwise ukernel's rows, but at least IN_LANE_SHARED_ROWS for in-lane taps whose
+        consecutive output rows share input rows."""
+        rows = super()._block_rows()
+        return max(rows, IN_LANE_SHARED_ROWS) if self.in_lane and self.kernel_h > self.sh else rows
 
     def _main_parameters(self) -> str:
         return ""
@@ -163,18 +189,18 @@ class _PoolUkernel(WindowUkernel):
             else:
                 total = self.value(f"fdiv {VECTOR_TYPE} {total}, {self._counts(like, r, inside)}")
             offset, lanes = self._out_offset(v, like, r)
-            self.emit(store(total, self.pointer("%out", offset), lanes))
+            self.emit(store(self._in_column_order(total), self.pointer("%out", offset), lanes))
 
     def _counts(self, like: int, r: int, inside: tuple[bool, ...]) -> str:
         """The divisor of block row r's outputs in vector `like` (a vector of the loop over the
         vectors whose taps all lie inside x's row, or one written out): the window's size, or
-        its taps inside x."""
+        its taps inside x; in the taps' lane order (IN_LANE_ORDER with `in_lane`)."""
         if self.kind == "avgpad":
             return _splat(f"{float(self.kernel_h * self.kernel_w):e}")
         rows = sum(inside[i] for i in range(len(inside)) if self._reads(r, i))
         counts = []
-        for lane in range(VECTOR):
-            start = (like * VECTOR + lane) * self.sw - self.left
+        for column in IN_LANE_ORDER if self.in_lane else range(VECTOR):
+            start = (like * VECTOR + column) * self.sw - self.left
             columns = sum(0 <= start + kw < self.width for kw in range(self.kernel_w))
             counts.append(float(max(rows * columns, 1)))
         return "<" + ", ".join(f"float {count:e}" for count in counts) + ">"

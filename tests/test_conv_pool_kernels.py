@@ -5,6 +5,8 @@ canonicalize, as compile runs it), and pooling with an elementwise prologue."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from test_compile_anchors import array, pool_op
@@ -17,11 +19,12 @@ import graphopt
 from graphopt.backends import get_backend
 from graphopt.dialects import graph
 from graphopt.dialects.shapes import conv2d, pool2d
-from graphopt.lowering import depthwise_conv, direct_conv, pooling
+from graphopt.lowering import depthwise_conv, direct_conv, pooling, ukernels
 from graphopt.lowering.convert_graph_to_linalg import generalized, lower_group
 from graphopt.lowering.pipelines import CPU
 from graphopt.lowering.row_split import row_split
 from graphopt.lowering.split_rows import chunk_split
+from graphopt.runtime import jit
 from graphopt.parsing import make_context
 from graphopt.transforms.canonicalize import CanonicalizePass
 
@@ -197,6 +200,16 @@ def test_pool2d_ukernel(op, x, kernel, strides, padding):
     check_group(module, [np.where(np.indices(x)[3] % 2 == 0, np.inf, -np.inf).astype(np.float32)])
 
 
+@pytest.fixture(params=[True, False], ids=["in_lane", "halves"])
+def in_lane(request, monkeypatch):
+    """Stride-2 taps from in-lane shuffles or from even and odd halves (`in_lane_stride_2`),
+    whatever this CPU's; the kernel caches, keyed by the kernel and not the ukernel's code, are off."""
+    monkeypatch.setattr(depthwise_conv, "in_lane_stride_2", lambda: request.param)
+    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
+    monkeypatch.setattr(jit, "_cache", {})
+    return request.param
+
+
 @pytest.mark.parametrize("masked", [True, False])
 @pytest.mark.parametrize("x, kernel, strides, padding", UKERNEL_POOLS)
 @pytest.mark.parametrize("op, kind", [("max_pool2d", "max"), ("avg_pool2d", "avg")])
@@ -213,6 +226,42 @@ def test_pool2d_either_load_form(monkeypatch, masked, op, kind, x, kernel, strid
     out = np.full(out_shape, np.nan, np.float32)
     call_ukernel(pooling.name([MemRefType(f32, a.shape) for a in (values, out)], kind, kernel, strides, padding), [values, out])
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5, equal_nan=True)
+
+
+STRIDE_2_POOLS = [case for case in UKERNEL_POOLS if case[2][1] == 2] + [
+    ((2, 3, 9, 40), (2, 2), (2, 2), (0, 0, 1, 0)),  # DenseNet's 2x2/2 at odd sizes: halves either way
+    ((1, 4, 12, 75), (3, 3), (2, 2), (1, 1, 1, 1)),  # 38 columns: two looped vectors and one of 6 lanes
+    ((1, 3, 27, 27), (3, 3), (2, 2), (0, 0, 0, 0)),  # SqueezeNet's last pool: 13 rows, the last block of one
+]
+
+
+@pytest.mark.parametrize("masked", [True, False])
+@pytest.mark.parametrize("x, kernel, strides, padding", STRIDE_2_POOLS)
+@pytest.mark.parametrize("op, kind", [
+    ("max_pool2d", "max"), ("avg_pool2d", "avg"), ("avg_pool2d {count_include_pad = true}", "avgpad"),
+])
+def test_pool2d_stride_2_taps(in_lane, monkeypatch, masked, op, kind, x, kernel, strides, padding):
+    """Column-stride-2 pools with taps from in-lane shuffles (windows wider than
+    IN_LANE_NARROWEST, in blocks of at least IN_LANE_SHARED_ROWS rows where rows share input rows)
+    or from even and odd halves, with either form of loads past x's rows, against the
+    interpreter: NaN, inf and -inf at random places, all -inf, and +inf and -inf by column."""
+    monkeypatch.setattr(depthwise_conv, "loads_under_masks", lambda: masked)
+    name, attributes = pool_op(op, kernel, strides, padding)
+    out_shape = pool2d(x, kernel, strides, padding)
+    module = group_module([x], f"    %y = graph.{name} %a0 {{{attributes}}} : ({tensor(x)}) -> {tensor(out_shape)}\n", out_shape)
+    types = [MemRefType(f32, shape) for shape in (x, out_shape)]
+    ukernel = pooling.name(types, kind, kernel, strides, padding)
+    columns = np.indices(x)[3] % 2 == 0
+    for values in (with_specials(x, 0), np.full(x, -np.inf, np.float32), np.where(columns, np.inf, -np.inf).astype(np.float32)):
+        (expected,) = graphopt.interpret(module, values)
+        out = np.full(out_shape, np.nan, np.float32)
+        call_ukernel(ukernel, [values, out])
+        np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5, equal_nan=True)
+    ir = ukernels.ukernel_ir(ukernel, types)
+    taps_in_lane = in_lane and kernel[1] > pooling.IN_LANE_NARROWEST
+    assert (", <16 x i32> <i32 0, i32 1, i32 4, i32 5, i32 2," in ir) == taps_in_lane
+    rows = max(int(count) for count in re.findall(r"\.rows(\d+)_", ir))
+    assert rows >= 2 if taps_in_lane and kernel[0] > strides[0] else rows == (3 if kernel[0] >= 5 and strides[0] == 2 else 1)
 
 
 PLANE_SUMS = [

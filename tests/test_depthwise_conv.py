@@ -11,9 +11,8 @@ from hypothesis import strategies as st
 import graphopt
 from graphopt.lowering import depthwise_conv, direct_conv, ukernels
 from graphopt.lowering.llvm_text import VECTOR
-from graphopt.runtime import jit
 from test_compile_anchors import array
-from test_conv_pool_kernels import check_group, group_module, split_small_kernels, with_specials  # noqa: F401 (a fixture)
+from test_conv_pool_kernels import check_group, group_module, in_lane, split_small_kernels, with_specials  # noqa: F401 (fixtures)
 from test_graph_to_linalg import sample, tensor
 from test_packed_gemm import call_ukernel
 from xdsl.dialects import func
@@ -158,16 +157,6 @@ def test_either_load_form_matches_interpreter(monkeypatch, masked, x, w, strides
 
 
 COLUMN_STRIDE_2 = [case for case in DEPTHWISE if case[2][1] == 2]
-
-
-@pytest.fixture(params=[True, False], ids=["in_lane", "halves"])
-def in_lane(request, monkeypatch):
-    """Stride-2 taps from in-lane shuffles or from even and odd halves (`in_lane_stride_2`),
-    whatever this CPU's; the kernel caches, keyed by the kernel and not the ukernel's code, are off."""
-    monkeypatch.setattr(depthwise_conv, "in_lane_stride_2", lambda: request.param)
-    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
-    monkeypatch.setattr(jit, "_cache", {})
-    return request.param
 
 
 def test_in_lane_order_is_one_shuffle_per_register():
