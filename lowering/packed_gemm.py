@@ -182,6 +182,8 @@ class _Ukernel(LLVMText):
         self.a_stride, self.out_stride = a_stride or k, out_stride or n
 
     def text(self) -> str:
+        if self._prefetches():
+            self.emit(tile_epilogue.PREFETCH_DECLARATION)
         tile_rows = sorted({r for r in (ROWS, self.rows % ROWS) if r and r <= self.rows})
         tile_columns = sorted({c for c in (PANEL, self.n % PANEL) if c and c <= self.n})
         for r in tile_rows:
@@ -220,9 +222,15 @@ class _Ukernel(LLVMText):
 
         e = self.emit
         epilogue = f", i1 %last{tile_epilogue.parameters(self.epilogue)}" if self.epilogue else ""
+        ahead = ", i64 %ahead" if self._prefetches() else ""
         self.define(
-            f"define internal void {self._tile_name(rows, columns)}(ptr %a, ptr %b, ptr %c, i64 %kc, i1 %first{epilogue}) alwaysinline {{"
+            f"define internal void {self._tile_name(rows, columns)}(ptr %a, ptr %b, ptr %c, i64 %kc, i1 %first{ahead}{epilogue}) alwaysinline {{"
         )
+        if self._prefetches():
+            # each vector's first float, and its last where rows do not start on a line
+            ends = (0,) if self.out_stride % VECTOR == 0 else (0, VECTOR - 1)
+            offsets = [r * self.out_stride + v * VECTOR + end for r in range(rows) for v in range(vectors) for end in ends]
+            tile_epilogue.prefetch_next_tile(self, self.epilogue, "%c", offsets, "%ahead")
         for r in range(rows):
             for v in range(vectors):
                 e(f"  %c.{r}.{v} = getelementptr float, ptr %c, i64 {r * self.out_stride + v * VECTOR}")
@@ -267,6 +275,12 @@ class _Ukernel(LLVMText):
                     result = finish.apply(f"%sum.{r}.{v}", r, r * self.out_stride + v * VECTOR, lanes(v))
                     e(store(result, f"%c.{r}.{v}", lanes(v)))
         self.end()
+
+    def _prefetches(self) -> bool:
+        """Whether the tiles prefetch the next row tile's out and residual lines
+        (`tile_epilogue.prefetch_next_tile`): on row-major b (a conv), whose row tiles' lines
+        lie a row of out apart, strided streams that the hardware prefetchers do not follow."""
+        return tile_epilogue.PREFETCH and self.layout == ROW_MAJOR
 
     def _dot_column(self, rows: int, v: int) -> None:
         """%sum.<r>.<v> for a vector `v` of one lane: out[r, 16 v] (+)= the dot product of a's
@@ -408,7 +422,7 @@ class _Ukernel(LLVMText):
         tiles, rest = divmod(rows, ROWS)
         first, last = flags
 
-        def call(rows: int, row: str) -> None:
+        def call(rows: int, row: str, ahead: str = "0") -> None:
             a_r = self.pointer(a, self.value(f"mul i64 {row}, {self.a_stride}"))
             c_r = self.pointer(c, self.value(f"mul i64 {row}, {self.out_stride}"))
             if self.epilogue:
@@ -416,8 +430,17 @@ class _Ukernel(LLVMText):
                 epilogue = f", i1 {last}{tile_epilogue.arguments(self, self.epilogue, row_channel, c_r)}"
             else:
                 epilogue = ""
-            self.emit(f"  call void {self._tile_name(rows, columns)}(ptr {a_r}, ptr {b}, ptr {c_r}, i64 {kc}, i1 {first}{epilogue})")
+            prefetch = f", i64 {ahead}" if self._prefetches() else ""
+            self.emit(f"  call void {self._tile_name(rows, columns)}(ptr {a_r}, ptr {b}, ptr {c_r}, i64 {kc}, i1 {first}{prefetch}{epilogue})")
 
-        self.loop(tiles, lambda t: call(ROWS, self.value(f"mul i64 {t}, {ROWS}")))
+        def full_tile(t: str) -> None:
+            """Tile t of the full ones; it prefetches the next full tile's lines, the last its own."""
+            ahead = "0"
+            if self._prefetches():
+                has_next = self.value(f"icmp ult i64 {t}, {tiles - 1}")
+                ahead = self.value(f"select i1 {has_next}, i64 {ROWS * self.out_stride}, i64 0")
+            call(ROWS, self.value(f"mul i64 {t}, {ROWS}"), ahead)
+
+        self.loop(tiles, full_tile)
         if rest:
             call(rest, str(tiles * ROWS))
