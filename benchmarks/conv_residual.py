@@ -3,7 +3,8 @@
     python benchmarks/conv_residual.py [--threads 1] [--seconds 3] [--buffers 8]
 
 Each shape's ONNX model (Conv with bias -> Add(residual) -> Relu) is compiled by graphopt
-twice, with the tiles' epilogue prefetches (`tile_epilogue.PREFETCH`) on and off, and run by
+twice, with the tiles' prefetches on and off (of out and the residual: `tile_epilogue.PREFETCH`;
+of the GEMM's b: `packed_gemm.PREFETCH_B`), and run by
 ONNX Runtime at the same thread count; the three calls rotate over `buffers` sets of (x,
 residual, out), together larger than the L3, so that, as inside a model, the operands come from
 memory. Interleaved medians (benchmarks/timing.py); prints ms and the ratios to ORT.
@@ -18,7 +19,7 @@ import onnxruntime
 from onnx import TensorProto, helper, numpy_helper
 
 import graphopt
-from graphopt.lowering import tile_epilogue
+from graphopt.lowering import packed_gemm, tile_epilogue
 from graphopt.runtime import jit
 from graphopt.runtime.arrays import aligned_array, aligned_empty
 
@@ -32,6 +33,7 @@ SHAPES = [
     (256, 1024, 14),
     (144, 24, 56),
     (192, 32, 28),
+    (96, 48, 56),
 ]
 
 
@@ -51,16 +53,17 @@ def model(channels: int, out_channels: int, size: int) -> onnx.ModelProto:
 
 
 def compiled(proto: onnx.ModelProto, threads: int, prefetch: bool):
-    tile_epilogue.PREFETCH = prefetch
+    """The model compiled with the tiles' prefetches (of out, the residual and the GEMM's b) on or off."""
+    tile_epilogue.PREFETCH = packed_gemm.PREFETCH_B = prefetch
     jit._cache.clear()
     return graphopt.compile(graphopt.from_onnx(proto), backends=("cpu",), threads=threads)
 
 
 def compare(channels: int, out_channels: int, size: int, threads: int, seconds: float, buffers: int) -> str:
     proto = model(channels, out_channels, size)
-    default = getattr(tile_epilogue, "PREFETCH", None)
+    default = tile_epilogue.PREFETCH, packed_gemm.PREFETCH_B
     executables = {"on": compiled(proto, threads, True), "off": compiled(proto, threads, False)}
-    tile_epilogue.PREFETCH = default
+    tile_epilogue.PREFETCH, packed_gemm.PREFETCH_B = default
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     session = onnxruntime.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])

@@ -225,8 +225,11 @@ def test_row_tiles_prefetch_the_next_tiles_out_and_residual_lines(monkeypatch, p
     but the last prefetches the next one's lines, 6 rows on: out's for writing, the residual's for
     reading, each vector's first and last float (rows of 143 floats do not start on a line); the
     last full tile and the tile of 2 rows their own (ahead 0), so that no prefetch passes the
-    last row. None with `tile_epilogue.PREFETCH` off. NaN and inf in x, 1 and 2 threads."""
+    last row. Each k step prefetches b's line of the next panel, none in the last (edge) panel.
+    None with `tile_epilogue.PREFETCH` and `packed_gemm.PREFETCH_B` off. NaN and inf in x, 1
+    and 2 threads."""
     monkeypatch.setattr(tile_epilogue, "PREFETCH", prefetch)
+    monkeypatch.setattr(packed_gemm, "PREFETCH_B", prefetch)
     monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
     monkeypatch.setattr(jit, "_cache", {})
     x_shape, w_shape = (1, 9, 13, 11), (20, 9, 1, 1)
@@ -239,10 +242,15 @@ def test_row_tiles_prefetch_the_next_tiles_out_and_residual_lines(monkeypatch, p
     else:
         full_tile = tile_function(ir, 6, packed_gemm.PANEL)
         lines = 6 * packed_gemm.PANEL // 16 * 2
-        assert full_tile.count("i32 1, i32 3, i32 1)") == full_tile.count("i32 0, i32 3, i32 1)") == lines
+        residual = len(re.findall(r"prefetch\.p0\(ptr %v\d+, i32 0, i32 3, i32 1\)", full_tile))
+        assert full_tile.count("i32 1, i32 3, i32 1)") == residual == lines
         has_next = set(re.findall(r"(%v\d+) = icmp ult i64 %i\d+, 2\n", ir))
         aheads = re.findall(r"= select i1 (%v\d+), i64 (\d+), i64 0\n", ir)
         assert aheads and {ahead for _, ahead in aheads} == {str(6 * 143)} and {c for c, _ in aheads} <= has_next
         assert re.findall(r"\.tile2x\d+\((?:\w+ [^,]+, ){5}i64 (\w+),", ir) == ["0"] * 2
+        # b: each k step, the next panel's line (16 floats on; 0 in the edge panel of 15 columns)
+        assert "%b.next = getelementptr float, ptr %b.ptr.0, i64 %b.ahead" in full_tile
+        b_aheads = re.findall(r"\.tile\dx(\d+)\((?:\w+ [^,]+, ){6}i64 (\w+),", ir)
+        assert sorted(set(b_aheads)) == [("15", "0"), (str(packed_gemm.PANEL), str(packed_gemm.PANEL))]
     out_shape = (1, 20, 13, 11)
     check_compiled(monkeypatch, module, sample(x_shape), sample(out_shape, seed=4), threads=threads)
