@@ -208,8 +208,8 @@ class _Ukernel(LLVMText):
         self.tiles: dict[tuple[int, int, tuple[int, ...]], str] = {}
 
     def text(self) -> str:
-        if PREFETCH:
-            self.emit("declare void @llvm.prefetch.p0(ptr, i32, i32, i32)")
+        if PREFETCH or tile_epilogue.PREFETCH:
+            self.emit(tile_epilogue.PREFETCH_DECLARATION)
         shifts = self._shifts()
         self.emit(f"@{self.name}.shifts = internal constant [{len(shifts)} x i64] [{', '.join(f'i64 {s}' for s in shifts)}]")
         self._main()
@@ -262,8 +262,12 @@ class _Ukernel(LLVMText):
         block_stride = self.channels * window * VECTOR
         taps = taps_per_step(self.kernel_w, len(offsets))
         e = self.emit
-        parameters = f"ptr %x, ptr %w{tile_epilogue.parameters(self.epilogue)}, ptr %out"
+        ahead = ", i64 %ahead" if tile_epilogue.PREFETCH else ""
+        parameters = f"ptr %x, ptr %w{tile_epilogue.parameters(self.epilogue)}, ptr %out{ahead}"
         self.define(f"define internal void {tile_name}({parameters}) {{")
+        if tile_epilogue.PREFETCH:
+            rows = [channel * self.positions for channel in range(channels)]
+            tile_epilogue.prefetch_next_tile(self, self.epilogue, "%out", rows, "%ahead")
         e("  br label %tap")
         e("tap:")
         e("  %u = phi i64 [0, %entry], [%u.next, %tap]")
@@ -329,6 +333,16 @@ class _Ukernel(LLVMText):
                     e(store(result, pointer, len(offsets)))
         self.end()
 
+    def _ahead(self, at: str) -> str:
+        """How far past the tile at position `at` of its channels (floats) the tile prefetches
+        its channels' out and residual lines (`tile_epilogue.prefetch_next_tile`): the next
+        line, VECTOR floats on, that the next tiles of these channels store; 0 (its own) where
+        that passes the channel's last position, so no prefetch leaves out or the residual."""
+        if self.positions <= VECTOR:
+            return "0"
+        inside = self.value(f"icmp ult i64 {at}, {self.positions - VECTOR}")
+        return self.value(f"select i1 {inside}, i64 {VECTOR}, i64 0")
+
     # --- the ukernel: loops over images, tiles of channel blocks and super-tiles of positions ---
 
     def _main(self) -> None:
@@ -357,6 +371,8 @@ class _Ukernel(LLVMText):
                     arguments = tile_epilogue.arguments(self, self.epilogue, first_channel, out_tile)
                     x_tile = self.pointer(x_n, self.value(f"add i64 {x_row}, {column}"))
                     call_arguments = f"ptr {x_tile}, ptr {w_o}{arguments}, ptr {out_tile}"
+                    if tile_epilogue.PREFETCH:
+                        call_arguments += f", i64 {self._ahead(at)}"
                     offsets = self._offsets(start if isinstance(start, int) else 0, count)
                     self.emit(f"  call void {self._tile_name(blocks, channels, offsets)}({call_arguments})")
 

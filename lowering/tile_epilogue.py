@@ -25,11 +25,30 @@ from collections.abc import Sequence
 import numpy as np
 
 from graphopt.lowering.convert_math_to_llvm import expand_sigmoid_f32
-from graphopt.lowering.llvm_text import VECTOR_TYPE, LLVMText, broadcast, load
+from graphopt.lowering.llvm_text import VECTOR_TYPE, LLVMText, broadcast, host_has_avx512, load
 
 Step = tuple[str, tuple[str, ...]]
 
 ACCUMULATOR, RESIDUAL = "A", "R"
+
+PREFETCH = not host_has_avx512()
+"""Whether a tile prefetches the lines of out (for writing) and of the residual that the next
+tile stores and reads (`prefetch_next_tile`): without AVX-512 (Zen 1, AVX2); AVX-512's IR is
+unchanged (not measured there)."""
+PREFETCH_DECLARATION = "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)"
+
+
+def prefetch_next_tile(text: LLVMText, steps: Sequence[Step], out: str, offsets: Sequence[int], ahead: str) -> None:
+    """Prefetches, for each of `offsets` (floats past a tile's out pointer `out` and its residual
+    pointer %r), the line `ahead` floats further (an i64 value): out's for writing, the
+    residual's (where the steps read one) for reading. The caller keeps `ahead` inside the
+    buffers (0 for a tile without a next one): a prefetch does not fault, but one into an
+    unmapped page costs a page walk (docs/cpu-codegen.md, "conv_lanes' prefetches stay inside x")."""
+    bases = [(out, 1)] + ([("%r", 0)] if reads_residual(steps) else [])
+    for base, write in bases:
+        ahead_base = text.pointer(base, ahead)
+        for offset in offsets:
+            text.emit(f"  call void @llvm.prefetch.p0(ptr {text.pointer(ahead_base, offset)}, i32 {write}, i32 3, i32 1)")
 
 
 def constant(value: float) -> str:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,9 +16,10 @@ from xdsl.dialects import func
 
 import graphopt
 from graphopt.builder import GraphBuilder
-from graphopt.lowering import packed_gemm
+from graphopt.lowering import packed_gemm, tile_epilogue
 from graphopt.lowering.linalg import schedule
 from graphopt.lowering.pipelines import CPU
+from graphopt.runtime import jit
 
 GEMM = f"{packed_gemm.ROW_MAJOR_PREFIX}_"
 
@@ -208,3 +211,46 @@ def test_any_grouped_1x1_matches_interpreter(monkeypatch, conv, threads, seed):
     assert len(gemm_calls(module)) == 1
     x = np.random.default_rng(seed).standard_normal(x_shape).astype(np.float32)
     check_compiled(monkeypatch, module, x, threads=threads)
+
+
+def tile_function(ir: str, rows: int, columns: int) -> str:
+    """The text of the ukernel's tile function of `rows` x `columns`."""
+    return re.search(rf"define internal void @\S+\.tile{rows}x{columns}\(.*?\n}}", ir, re.S)[0]
+
+
+@pytest.mark.parametrize("prefetch", [True, False])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_row_tiles_prefetch_the_next_tiles_out_and_residual_lines(monkeypatch, prefetch, threads):
+    """20 output channels on 13 x 11 = 143 columns: row tiles of 6, 6, 6 and 2. Each full tile
+    but the last prefetches the next one's lines, 6 rows on: out's for writing, the residual's for
+    reading, each vector's first and last float (rows of 143 floats do not start on a line); the
+    last full tile and the tile of 2 rows their own (ahead 0), so that no prefetch passes the
+    last row. Each k step prefetches b's line of the next panel, none in the last (edge) panel.
+    None with `tile_epilogue.PREFETCH` and `packed_gemm.PREFETCH_B` off. NaN and inf in x, 1
+    and 2 threads."""
+    monkeypatch.setattr(tile_epilogue, "PREFETCH", prefetch)
+    monkeypatch.setattr(packed_gemm, "PREFETCH_B", prefetch)
+    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
+    monkeypatch.setattr(jit, "_cache", {})
+    x_shape, w_shape = (1, 9, 13, 11), (20, 9, 1, 1)
+    module = conv_block(x_shape, w_shape, epilogue="residual_relu")
+    (call,) = [op for kernel in kernels(module) for op in kernel.walk()
+               if isinstance(op, func.CallOp) and op.callee.string_value().startswith(GEMM)]
+    ir = packed_gemm.ukernel_ir(call.callee.string_value(), [a.type for a in call.arguments])
+    if not prefetch:
+        assert "llvm.prefetch" not in ir
+    else:
+        full_tile = tile_function(ir, 6, packed_gemm.PANEL)
+        lines = 6 * packed_gemm.PANEL // 16 * 2
+        residual = len(re.findall(r"prefetch\.p0\(ptr %v\d+, i32 0, i32 3, i32 1\)", full_tile))
+        assert full_tile.count("i32 1, i32 3, i32 1)") == residual == lines
+        has_next = set(re.findall(r"(%v\d+) = icmp ult i64 %i\d+, 2\n", ir))
+        aheads = re.findall(r"= select i1 (%v\d+), i64 (\d+), i64 0\n", ir)
+        assert aheads and {ahead for _, ahead in aheads} == {str(6 * 143)} and {c for c, _ in aheads} <= has_next
+        assert re.findall(r"\.tile2x\d+\((?:\w+ [^,]+, ){5}i64 (\w+),", ir) == ["0"] * 2
+        # b: each k step, the next panel's line (16 floats on; 0 in the edge panel of 15 columns)
+        assert "%b.next = getelementptr float, ptr %b.ptr.0, i64 %b.ahead" in full_tile
+        b_aheads = re.findall(r"\.tile\dx(\d+)\((?:\w+ [^,]+, ){6}i64 (\w+),", ir)
+        assert sorted(set(b_aheads)) == [("15", "0"), (str(packed_gemm.PANEL), str(packed_gemm.PANEL))]
+    out_shape = (1, 20, 13, 11)
+    check_compiled(monkeypatch, module, sample(x_shape), sample(out_shape, seed=4), threads=threads)

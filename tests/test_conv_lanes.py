@@ -15,7 +15,7 @@ from xdsl.dialects import func
 
 from graphopt.builder import GraphBuilder
 from graphopt.dialects import graph
-from graphopt.lowering import conv_lanes
+from graphopt.lowering import conv_lanes, tile_epilogue
 from graphopt.lowering.linalg import schedule
 from graphopt.lowering.linalg.schedule import CpuSchedule
 from graphopt.lowering.llvm_text import host_has_avx512
@@ -288,3 +288,36 @@ def test_1x1_of_stride_1_reads_x_in_place():
     (call,) = lanes_calls(module)
     assert call.arguments[0].type.get_shape() == x_shape
     check_compiled(module, sample(x_shape), threads=2)
+
+
+@pytest.mark.parametrize("prefetch", [True, False])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_tiles_prefetch_the_next_line_of_their_channels_out_and_residual(monkeypatch, prefetch, threads, tile):
+    """A 1x1 to 20 output channels (tiles of 16 and 4; of 32, 20 valid, with AVX512_TILE) at 7 x 9 = 63 positions with a residual:
+    each tile prefetches, for each of its channels, the line 16 floats past its first position,
+    of out for writing and of the residual for reading; from position 47 on, its own line (ahead
+    0), so that no prefetch passes its channel's last position, nor out's or the residual's end.
+    None with `tile_epilogue.PREFETCH` off. NaN and inf in x, 1 and 2 threads."""
+    monkeypatch.setattr(tile_epilogue, "PREFETCH", prefetch)
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    x_shape = (1, 21, 7, 9)
+    g = GraphBuilder()
+    y = g.conv2d(g.input("x", x_shape), g.constant(sample((20, 21, 1, 1), seed=1, specials=False)))
+    biased = g.add(y, g.constant(sample((20, 1, 1), seed=3, specials=False)))
+    module = g.finish(g.relu(g.add(biased, g.input("r", (1, 20, 7, 9)))))
+    (call,) = lanes_calls(module)
+    ukernel = conv_lanes.ukernel_ir(call.callee.string_value(), [a.type for a in call.arguments])
+    tiles = re.findall(r"define internal void @\S+\.tile\d+\(.*?\n}", ukernel, re.S)
+    writes = [t.count("i32 1, i32 3, i32 1)") for t in tiles]
+    reads = [len(re.findall(r"prefetch\.p0\(ptr %v\d+, i32 0, i32 3, i32 1\)", t)) for t in tiles]
+    if not prefetch:
+        assert writes == reads == [0] * len(tiles)
+    else:
+        per_tile = conv_lanes.BLOCKS * 16
+        assert set(writes) == {min(per_tile, 20 - first) for first in range(0, 20, per_tile)} and reads == writes
+        inside = set(re.findall(r"(%v\d+) = icmp ult i64 %v\d+, 47\n", ukernel))
+        aheads = re.findall(r"= select i1 (%v\d+), i64 (\d+), i64 0\n", ukernel)
+        assert aheads and {ahead for _, ahead in aheads} == {"16"} and {c for c, _ in aheads} <= inside
+    x = sample(x_shape, specials=False)
+    x.reshape(-1)[[0, 20, 50]] = [np.nan, np.inf, -np.inf]
+    check_compiled(module, x, sample((1, 20, 7, 9), seed=2), threads=threads)
