@@ -92,7 +92,15 @@ input channels leaves L1 between tiles, and the hardware prefetchers do not foll
 from channel to channel: 128->128 3x3/2 at 56 1.16-1.17x, 256->256 at 28 1.20-1.22x, 512->512 at
 14 1.12x faster (the ukernel alone). The last channel prefetches its own lines: a prefetch past
 x's end does not fault, but where the page after x is not mapped it ran 4x slower (MobileNet-v2's
-3->32 3x3/2 stem: 3.8 against 0.9 ms, in processes whose heap ended after x)."""
+3->32 3x3/2 stem: 3.8 against 0.9 ms, in processes whose heap ended after x). A step prefetches
+each line its x values may lie on, the first and the last of each run (`_prefetches`), and a 1x1's
+step PREFETCH_CHANNELS_1X1 input channels ahead."""
+PREFETCH_CHANNELS_1X1 = 16
+"""How many input channels ahead a 1x1's step prefetches x (`PREFETCH`): its step (one channel,
+1 x 6 positions: 12 FMAs on AVX2) is too short for a line from L2 or L3 to arrive by the next
+channel; 16 steps are about 200 FMAs (Zen 1, with both lines of each run: 1024->256 and 512->128
+at 14x14 1.08-1.10x faster, 4 and 8 channels ahead less). Wider windows prefetch the next channel,
+KH x KW taps ahead (2 measured the same)."""
 PREFIX = "graphopt_sconv_lanes"
 
 
@@ -244,10 +252,14 @@ class _Ukernel(LLVMText):
         return sorted(uses.items())
 
     def _prefetches(self, offsets: tuple[int, ...], taps: int) -> list[int]:
-        """Offsets from a step's first tap's x of one x value on each run of 16 floats that the
-        step reads (runs split where neighbouring x values are 16 or more floats apart)."""
+        """Offsets from a step's first tap's x of the first and the last x value of each run that
+        the step reads (runs split where neighbouring x values are 16 or more floats apart): a
+        run of less than 16 floats lies on one or two lines, both prefetched (the last alone
+        missed where a run crossed a line: 1x1s at 14x14, 1 x 6 tiles, 1.02-1.06x slower)."""
         reads = [offset for offset, _ in self._step_uses(offsets, taps)]
-        return [offset for previous, offset in zip([None] + reads, reads) if previous is None or offset - previous >= VECTOR]
+        firsts = {offset for previous, offset in zip([None] + reads, reads) if previous is None or offset - previous >= VECTOR}
+        lasts = {offset for offset, following in zip(reads, reads[1:] + [None]) if following is None or following - offset >= VECTOR}
+        return sorted(firsts | lasts)
 
     def _tile_name(self, blocks: int, channels: int, offsets: tuple[int, ...]) -> str:
         key = (blocks, channels, offsets)
@@ -290,11 +302,12 @@ class _Ukernel(LLVMText):
                 weights[v, tap] = weight
         done = [0] * len(offsets)
         if PREFETCH:
-            # the next channel's x; in the last channel, this channel's (in L1): a prefetch past
-            # x's end into an unmapped page ran the 3->32 3x3/2 stem 4x slower
+            # the x of the channel `ahead` on; in the last `ahead` channels, this channel's (in
+            # L1): a prefetch past x's end into an unmapped page ran the 3->32 3x3/2 stem 4x slower
             channel = self.sh * self.sw * self.length
-            e(f"  %ahead.last = icmp uge i64 %u, {(self.channels - 1) * window}")
-            e(f"  %ahead.channel = select i1 %ahead.last, i64 0, i64 {channel}")
+            ahead = min(PREFETCH_CHANNELS_1X1, self.channels - 1) if window == 1 else 1
+            e(f"  %ahead.last = icmp uge i64 %u, {(self.channels - ahead) * window}")
+            e(f"  %ahead.channel = select i1 %ahead.last, i64 0, i64 {channel * ahead}")
             e("  %ahead.x = getelementptr float, ptr %x.t, i64 %ahead.channel")
             for i, offset in enumerate(self._prefetches(offsets, taps)):
                 e(f"  %ahead.{i} = getelementptr float, ptr %ahead.x, i64 {offset}")

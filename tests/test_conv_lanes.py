@@ -188,10 +188,32 @@ def test_one_image_splits_by_blocks_of_output_channels(monkeypatch, tail, tile):
     assert len(next(step for step in steps if "conv2d" in step.name).kernel.chunks) == 2
 
 
+def x_reads(tile_text: str) -> list[int]:
+    """The offsets of the x values a tile function's step reads, from its first tap's."""
+    return sorted(int(o) for o in re.findall(r"%x\.\d+\.at = getelementptr float, ptr %x\.t, i64 (\d+)", tile_text))
+
+
+def prefetched(tile_text: str) -> list[int]:
+    """The offsets of the x values a tile function's step prefetches (in the channel ahead)."""
+    return sorted(int(o) for o in re.findall(r"%ahead\.\d+ = getelementptr float, ptr %ahead\.x, i64 (\d+)", tile_text))
+
+
+def ends_of_runs(reads: list[int]) -> list[int]:
+    """The first and the last offset of each run of `reads` (sorted) whose neighbours are less than 16 floats apart."""
+    runs = [[reads[0]]]
+    for offset in reads[1:]:
+        if offset - runs[-1][-1] < 16:
+            runs[-1].append(offset)
+        else:
+            runs.append([offset])
+    return sorted({end for run in runs for end in (run[0], run[-1])})
+
+
 @pytest.mark.parametrize("prefetch", [True, False])
 def test_steps_prefetch_the_next_input_channels_x(monkeypatch, prefetch, tile):
-    """A stride-2 row of 3 taps over 4 positions reads 5 + 4 x values in two stride phases: one
-    prefetch of each, one input channel (4 phases of 16 x 9 + 5 floats) ahead, and in the last of
+    """A stride-2 row of 3 taps over 4 positions reads 5 + 4 x values in two stride phases: a
+    prefetch of the first and the last of each (the lines they lie on), one input channel (4
+    phases of 16 x 9 + 5 floats) ahead, and in the last of
     the 20 input channels, that channel's own (never past x's end: a prefetch into an unmapped page
     is slow); the results are the interpreter's either way."""
     monkeypatch.setattr(conv_lanes, "PREFETCH", prefetch)
@@ -205,11 +227,41 @@ def test_steps_prefetch_the_next_input_channels_x(monkeypatch, prefetch, tile):
     else:
         assert f"%ahead.last = icmp uge i64 %u, {19 * 9}" in ukernel
         assert f"%ahead.channel = select i1 %ahead.last, i64 0, i64 {sh * sw * length}" in ukernel
-        if conv_lanes.taps_per_step(3, 4) == 3:
-            assert sorted(set(ahead), key=int) == ["0", str(length)]
-        else:
-            assert ahead and all(0 <= int(offset) < sh * sw * length for offset in ahead)
+        assert ahead and all(0 <= int(offset) < sh * sw * length for offset in ahead)
+        for text in re.findall(r"define internal void @\S+\.tile\d+\(.*?\n}", ukernel, re.S):
+            assert prefetched(text) == ends_of_runs(x_reads(text))
     check_compiled(module, sample((1, 20, 32, 16), specials=False))
+
+
+@pytest.mark.parametrize("channels", [40, 5])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_1x1_steps_prefetch_both_lines_of_x_channels_ahead(monkeypatch, channels, threads, tile):
+    """A 1x1's step prefetches the x of the input channel PREFETCH_CHANNELS_1X1 on (all but one
+    of 5 channels), the first and the last position of its run (a run of 6 at rows of 7 crosses
+    lines); in the last channels, their own. 2 images of 5 x 7 (tiles that cross rows, a last
+    short tile), 32 output channels, bias, residual and relu in the tile, NaN and inf in x and the
+    residual, 1 and 2 threads: the interpreter's results."""
+    monkeypatch.setattr(conv_lanes, "PREFETCH", True)
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    x_shape, out_shape = (2, channels, 5, 7), (2, 32, 5, 7)
+    g = GraphBuilder()
+    y = g.conv2d(g.input("x", x_shape), g.constant(sample((32, channels, 1, 1), seed=1, specials=False)))
+    biased = g.add(y, g.constant(sample((32, 1, 1), seed=3, specials=False)))
+    module = g.finish(g.relu(g.add(biased, g.input("r", out_shape))))
+    (call,) = lanes_calls(module)
+    ukernel = conv_lanes.ukernel_ir(call.callee.string_value(), [a.type for a in call.arguments])
+    ahead = min(conv_lanes.PREFETCH_CHANNELS_1X1, channels - 1)
+    assert f"%ahead.last = icmp uge i64 %u, {channels - ahead}" in ukernel
+    assert f"%ahead.channel = select i1 %ahead.last, i64 0, i64 {ahead * 35}" in ukernel
+    tiles = re.findall(r"define internal void @\S+\.tile\d+\(.*?\n}", ukernel, re.S)
+    for text in tiles:
+        reads = x_reads(text)
+        assert reads == list(range(len(reads))) and prefetched(text) == sorted({0, len(reads) - 1})
+    x = sample(x_shape, specials=False)
+    x.reshape(-1)[[0, 20, 50]] = [np.nan, np.inf, -np.inf]
+    residual = sample(out_shape, seed=2, specials=False)
+    residual.reshape(-1)[[3, 100]] = [np.inf, np.nan]
+    check_compiled(module, x, residual, threads=threads)
 
 
 def test_rows_whose_super_tile_is_too_long_keep_the_other_ukernels(tile):
