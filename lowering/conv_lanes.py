@@ -98,9 +98,10 @@ step PREFETCH_CHANNELS_1X1 input channels ahead."""
 PREFETCH_CHANNELS_1X1 = 16
 """How many input channels ahead a 1x1's step prefetches x (`PREFETCH`): its step (one channel,
 1 x 6 positions: 12 FMAs on AVX2) is too short for a line from L2 or L3 to arrive by the next
-channel; 16 steps are about 200 FMAs (Zen 1, with both lines of each run: 1024->256 and 512->128
-at 14x14 1.08-1.10x faster, 4 and 8 channels ahead less). Wider windows prefetch the next channel,
-KH x KW taps ahead (2 measured the same)."""
+channel's; 16 steps are about 200 FMAs. Zen 1, the conv + residual alone, with both lines of each
+run: 1024->256 and 512->128 at 14x14 1.13-1.16x faster (8 ahead 1.06-1.13x; 16 ahead with the first
+line only, or both lines one channel ahead, 1.00-1.03x), 256->1024 1.02x. Wider windows prefetch
+the next channel, KH x KW taps ahead (3x3s two channels ahead measured the same)."""
 PREFIX = "graphopt_sconv_lanes"
 
 
@@ -254,8 +255,8 @@ class _Ukernel(LLVMText):
     def _prefetches(self, offsets: tuple[int, ...], taps: int) -> list[int]:
         """Offsets from a step's first tap's x of the first and the last x value of each run that
         the step reads (runs split where neighbouring x values are 16 or more floats apart): a
-        run of less than 16 floats lies on one or two lines, both prefetched (the last alone
-        missed where a run crossed a line: 1x1s at 14x14, 1 x 6 tiles, 1.02-1.06x slower)."""
+        run of less than 16 floats lies on one or two lines, both prefetched (the first value's
+        alone leaves the second line of a run that crosses one to the demand load)."""
         reads = [offset for offset, _ in self._step_uses(offsets, taps)]
         firsts = {offset for previous, offset in zip([None] + reads, reads) if previous is None or offset - previous >= VECTOR}
         lasts = {offset for offset, following in zip(reads, reads[1:] + [None]) if following is None or following - offset >= VECTOR}
@@ -302,12 +303,12 @@ class _Ukernel(LLVMText):
                 weights[v, tap] = weight
         done = [0] * len(offsets)
         if PREFETCH:
-            # the x of the channel `ahead` on; in the last `ahead` channels, this channel's (in
-            # L1): a prefetch past x's end into an unmapped page ran the 3->32 3x3/2 stem 4x slower
+            # the x of the channel `channels_ahead` on; in the last `channels_ahead` channels, this
+            # channel's (in L1): a prefetch past x's end into an unmapped page ran the 3->32 3x3/2 stem 4x slower
             channel = self.sh * self.sw * self.length
-            ahead = min(PREFETCH_CHANNELS_1X1, self.channels - 1) if window == 1 else 1
-            e(f"  %ahead.last = icmp uge i64 %u, {(self.channels - ahead) * window}")
-            e(f"  %ahead.channel = select i1 %ahead.last, i64 0, i64 {channel * ahead}")
+            channels_ahead = min(PREFETCH_CHANNELS_1X1, self.channels - 1) if window == 1 else 1
+            e(f"  %ahead.last = icmp uge i64 %u, {(self.channels - channels_ahead) * window}")
+            e(f"  %ahead.channel = select i1 %ahead.last, i64 0, i64 {channel * channels_ahead}")
             e("  %ahead.x = getelementptr float, ptr %x.t, i64 %ahead.channel")
             for i, offset in enumerate(self._prefetches(offsets, taps)):
                 e(f"  %ahead.{i} = getelementptr float, ptr %ahead.x, i64 {offset}")
