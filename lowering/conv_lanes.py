@@ -99,8 +99,8 @@ PREFETCH_CHANNELS_1X1 = 16
 """How many input channels ahead a 1x1's step prefetches x (`PREFETCH`): its step (one channel,
 1 x 6 positions: 12 FMAs on AVX2) is too short for a line from L2 or L3 to arrive by the next
 channel's; 16 steps are about 200 FMAs. Zen 1, the conv + residual alone, with both lines of each
-run: 1024->256 and 512->128 at 14x14 1.13-1.16x faster (8 ahead 1.06-1.13x; 16 ahead with the first
-line only, or both lines one channel ahead, 1.00-1.03x), 256->1024 1.02x. Wider windows prefetch
+run: 1024->256 and 512->128 at 14x14 1.08-1.16x faster (8 ahead 1.05-1.12x; 16 ahead with the first
+line only, or both lines one channel ahead, 0.95-1.03x), 256->1024 1.01-1.02x. Wider windows prefetch
 the next channel, KH x KW taps ahead (3x3s two channels ahead measured the same)."""
 PREFIX = "graphopt_sconv_lanes"
 
