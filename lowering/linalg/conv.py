@@ -25,16 +25,28 @@ if TYPE_CHECKING:
 
 
 def _copied_into(
-    kernel: Kernel, x: SSAValue, shape: Sequence[int], fill: float, position: Callable[[AffineExpr, AffineExpr], Index]
+    kernel: Kernel, x: SSAValue, shape: Sequence[int], fill: float, position: Callable[[AffineExpr, AffineExpr, int], Index],
+    columns: int = 1,
 ) -> SSAValue:
-    """A temporary of `shape` filled with `fill`, then NCHW `x`[n, c, h, w] copied in at
-    (n, c, *position(h, w)): contiguous reads of x, and no selects."""
+    """A temporary of `shape` filled with `fill`, then NCHW `x`[n, c, h, j * columns + k] copied
+    in at (n, c, *position(h, j, k)): contiguous reads of x, and no selects. Each iteration copies
+    `columns` neighbouring columns of x (k = 0, ..., columns - 1, a constant in `position`); the
+    last W mod `columns` columns take a loop of their own."""
     buffer = kernel.temporary(shape, element_of(x))
     kernel.fill(buffer, fill)
     source = kernel.materialize(x)
-    n, c, h, w = dims_of(4)
-    body = kernel.loop(shape_of(x), [(buffer, (n, c, *position(h, w)))])
-    body.finish([body.read(source, body.dims)])
+    batch, channels, height, width = shape_of(x)
+    full = width // columns
+    for start, count, taken in ((0, full, columns), (full, 1, width % columns)):
+        if not count * taken:
+            continue
+        n, c, h, j = dims_of(4)
+        group = j + start if start else j
+        outputs = [(buffer, (n, c, *position(h, group, k))) for k in range(taken)]
+        body = kernel.loop((batch, channels, height, count), outputs)
+        if columns > 1:
+            body.read(kernel.extent(count), (j,))  # j's bound: no operand reads x at plain j
+        body.finish([body.read(source, (n, c, h, group * columns + k if columns > 1 else group)) for k in range(taken)])
     return buffer
 
 
@@ -42,7 +54,7 @@ def padded_copy(kernel: Kernel, x: SSAValue, padding: Sequence[int], fill: float
     """A buffer holding NCHW `x` with `padding` (top, left, bottom, right) of `fill` around H and W."""
     top, left, bottom, right = padding
     n, c, h, w = shape_of(x)
-    return _copied_into(kernel, x, (n, c, h + top + bottom, w + left + right), fill, lambda h, w: (h + top, w + left))
+    return _copied_into(kernel, x, (n, c, h + top + bottom, w + left + right), fill, lambda h, w, _: (h + top, w + left))
 
 
 CONV_CHANNEL_BLOCK = 4
@@ -187,8 +199,12 @@ def stride_phases(
     reach = (kernel_h - 1) * dh // sh * row + (kernel_w - 1) * dw // sw
     length = max(out_h * row + reach, -(-(height + top) // sh) * row) + slack
     shape = (shape_of(x)[0], in_channels, sh, sw, length)
-    position = lambda h, w: phase_index((h, w), (top, left), (sh, sw), row)
-    return _copied_into(kernel, x, shape, fill, position), row
+
+    def position(h: AffineExpr, j: AffineExpr, k: int) -> Index:
+        a, _, at = phase_index((h, AffineExpr.constant(0)), (top, 0), (sh, sw), row)
+        return (a, AffineExpr.constant((k + left) % sw), at + j + (k + left) // sw)
+
+    return _copied_into(kernel, x, shape, fill, position, sw), row
 
 
 def phase_index(position: Index, begins: Sequence[int], strides: Sequence[int], row: int) -> Index:
