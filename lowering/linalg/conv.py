@@ -25,15 +25,12 @@ if TYPE_CHECKING:
 
 
 def _copied_into(
-    kernel: Kernel, x: SSAValue, shape: Sequence[int], fill: float, position: Callable[[AffineExpr, AffineExpr, int], Index],
-    columns: int = 1,
+    kernel: Kernel, x: SSAValue, buffer: SSAValue, position: Callable[[AffineExpr, AffineExpr, int], Index], columns: int = 1
 ) -> SSAValue:
-    """A temporary of `shape` filled with `fill`, then NCHW `x`[n, c, h, j * columns + k] copied
-    in at (n, c, *position(h, j, k)): contiguous reads of x, and no selects. Each iteration copies
-    `columns` neighbouring columns of x (k = 0, ..., columns - 1, a constant in `position`); the
-    last W mod `columns` columns take a loop of their own."""
-    buffer = kernel.temporary(shape, element_of(x))
-    kernel.fill(buffer, fill)
+    """`buffer` with NCHW `x`[n, c, h, j * columns + k] copied in at (n, c, *position(h, j, k)):
+    contiguous reads of x, and no selects. Each iteration copies `columns` neighbouring columns of
+    x (k = 0, ..., columns - 1, a constant in `position`); the last W mod `columns` columns take a
+    loop of their own."""
     source = kernel.materialize(x)
     batch, channels, height, width = shape_of(x)
     full = width // columns
@@ -54,7 +51,9 @@ def padded_copy(kernel: Kernel, x: SSAValue, padding: Sequence[int], fill: float
     """A buffer holding NCHW `x` with `padding` (top, left, bottom, right) of `fill` around H and W."""
     top, left, bottom, right = padding
     n, c, h, w = shape_of(x)
-    return _copied_into(kernel, x, (n, c, h + top + bottom, w + left + right), fill, lambda h, w, _: (h + top, w + left))
+    buffer = kernel.temporary((n, c, h + top + bottom, w + left + right), element_of(x))
+    kernel.fill(buffer, fill)
+    return _copied_into(kernel, x, buffer, lambda h, w, _: (h + top, w + left))
 
 
 CONV_CHANNEL_BLOCK = 4
@@ -204,7 +203,38 @@ def stride_phases(
         a, _, at = phase_index((h, AffineExpr.constant(0)), (top, 0), (sh, sw), row)
         return (a, AffineExpr.constant((k + left) % sw), at + j + (k + left) // sw)
 
-    return _copied_into(kernel, x, shape, fill, position, sw), row
+    buffer = kernel.temporary(shape, element_of(x))
+    _fill_around_x(kernel, buffer, (height, width), (top, left), row, fill)
+    return _copied_into(kernel, x, buffer, position, sw), row
+
+
+def _fill_around_x(
+    kernel: Kernel, phases: SSAValue, size: Sequence[int], begins: Sequence[int], row: int, fill: float
+) -> None:
+    """`fill` in the elements of a stride-phase buffer (`stride_phases`) that x, of `size` (H, W)
+    at padded position `begins` (top, left), does not land on, and only there (a fill of the whole
+    buffer before the copy wrote it twice: 48 channels of 112x112 at stride 2, 0.3 ms of a 1.2 ms
+    conv). Per phase (a, b), in rows of R: the rows before x's first one and x's first columns,
+    from each x row's end to the next one's start, and from x's last row's end to L."""
+    batch, channels, sh, sw, length = phases.type.get_shape()
+    (height, width), (top, left) = size, begins
+    for a in range(sh):
+        first_row, end_row = max(0, -(-(top - a) // sh)), -(-(top + height - a) // sh)
+        for b in range(sw):
+            first, end = max(0, -(-(left - b) // sw)), -(-(left + width - b) // sw)
+            last = (end_row - 1) * row + end
+            runs = [(0, 1, length)] if end_row <= first_row or end <= first else [
+                (0, 1, first_row * row + first), (first_row * row + end, end_row - 1 - first_row, row - end + first), (last, 1, length - last),
+            ]
+            for start, count, span in runs:
+                if not count * span:
+                    continue
+                n, c, r, t = dims_of(4)
+                at = (n, c, AffineExpr.constant(a), AffineExpr.constant(b), r * row + t + start)
+                body = kernel.loop((batch, channels, count, span), [(phases, at)])
+                body.read(kernel.extent(count), (r,))
+                body.read(kernel.extent(span), (t,))
+                body.finish([body.constant(fill, element_of(phases))])
 
 
 def phase_index(position: Index, begins: Sequence[int], strides: Sequence[int], row: int) -> Index:
