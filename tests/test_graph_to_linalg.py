@@ -703,11 +703,21 @@ def test_conv2d_reads_stride_phases_of_x_and_sums_over_flat_output_positions(loo
     assert phases.type.get_shape() == (1, 4, 2, 2, 26)
     # 6 output channels, 3 per group: blocks of gcd(3, 4) = 1; OH * R = 4 * 5 positions
     assert acc.type.get_shape() == (1, 6, 1, 20)
-    (fill, fill_acc), (copy, conv, compact, epilogue) = fills_and_loops(kernel)
-    assert list(fill.outputs) == list(copy.outputs) and fill_acc.outputs[0] is conv.outputs[0]
-    assert maps_of(copy)[1] == (
-        "(d0, d1, d2, d3) -> (d0, d1, ((d2 + 1) mod 2), ((d3 + 1) mod 2), ((((d2 + 1) floordiv 2) * 5) + ((d3 + 1) floordiv 2)))"
-    )
+    fills, (copy, last_column, conv, compact, epilogue) = fills_and_loops(kernel)
+    *phase_fills, fill_acc = fills
+    assert {f.outputs[0] for f in phase_fills} == {phases} and fill_acc.outputs[0] is conv.outputs[0]
+    # only around x: in phase (0, 0) x's rows 1, 3, 5 and columns 1, 3, 5 land on rows and columns 1-3
+    assert [maps_of(f)[-1] for f in phase_fills[:3]] == [
+        f"(d0, d1, d2, d3) -> (d0, d1, 0, 0, {at})" for at in ("((d2 * 5) + d3)", "(((d2 * 5) + d3) + 9)", "(((d2 * 5) + d3) + 19)")
+    ]
+    # two columns of x an iteration, one to each column phase; x's last (7th) column alone
+    assert list(copy.outputs) == [phases] * 2 and list(last_column.outputs) == [phases]
+    assert maps_of(copy)[1:] == [
+        "(d0, d1, d2, d3) -> (d0, d1, d2, (d3 * 2))",
+        "(d0, d1, d2, d3) -> (d0, d1, d2, ((d3 * 2) + 1))",
+        "(d0, d1, d2, d3) -> (d0, d1, ((d2 + 1) mod 2), 1, ((((d2 + 1) floordiv 2) * 5) + d3))",
+        "(d0, d1, d2, d3) -> (d0, d1, ((d2 + 1) mod 2), 0, (((((d2 + 1) floordiv 2) * 5) + d3) + 1))",
+    ]
     assert [str(i.data) for i in conv.iterator_types] == ["parallel", "parallel", "reduction", "reduction", "parallel"]
     assert maps_of(conv)[:2] == [
         "(d0, d1, d2, d3, d4) -> (d0, (((d1 floordiv 3) * 2) + d2), (d3 mod 2), 0, (d4 + ((d3 floordiv 2) * 5)))",
@@ -725,7 +735,7 @@ def test_conv2d_body_computes_a_block_of_output_channels_with_fused_multiply_add
     (kernel,) = kernels(text)
     _phases, acc = data_buffers(kernel)
     assert acc.type.get_shape() == (1, 2, 4, 20)
-    conv = fills_and_loops(kernel)[1][1]  # after x's padded copy (a fill, then a copy) and the accumulator's fill
+    conv = fills_and_loops(kernel)[1][2]  # after x's stride-phase copy (two loops) and the fills
     assert list(conv.outputs) == [acc] * 4
     assert maps_of(conv)[-4:] == [f"(d0, d1, d2, d3, d4) -> (d0, d1, {i}, d4)" for i in range(4)]
     assert len(ops_of(conv, arith.MulfOp)) == 4 * 3

@@ -102,18 +102,26 @@ func.func @main(%x: tensor<32x256xf64>, %w: tensor<256x256xf64>) -> tensor<32x25
 
 // -----
 
-// conv2d: x zero-padded into a buffer of its stride phases [N, C, sh, sw, L] (a fill, here of
-// short rows run as one loop rather than a linalg.fill, then x
-// copied in at its phase and flat position), an accumulator over the flat output positions
+// conv2d: x zero-padded into a buffer of its stride phases [N, C, sh, sw, L] (zeros only where x
+// does not land: in phase (0, 0), rows of R = 4, x's rows 1 and 3 and columns 1 and 3 land on
+// rows 1-2 and columns 1-2, so the fills cover [0, 5), [7, 9) and [11, 17); then x copied in at
+// its phase and flat position: each iteration reads sw = 2 neighbouring columns of x and writes
+// one to each column phase, the last column of 5 in a loop of its own), an accumulator over the flat output positions
 // [N, O/B, B, OH * R] (R = 4: the phase row), a contraction over (n, o / B, c, kh, p) whose body
 // unrolls the window row (kw) and a block of B = 4 output channels (one output each, weights
 // read at constant kw), the valid positions copied out, then the epilogue in place. (f64: an
 // f32 conv calls a ukernel, direct_conv.mlir and depthwise_conv.mlir.)
 // CHECK-LABEL: func.func @fused_conv2d_relu_0(%0: memref<1x2x5x5xf64>, %1: memref<4x2x3x3xf64>, %2: memref<1x4x3x3xf64>)
 // CHECK:         %[[PHASES:.*]] = memref.alloc() : memref<1x2x2x2x17xf64>
-// CHECK:         outs(%[[PHASES]] : memref<1x2x2x2x17xf64>)
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d2)>, affine_map<(d0, d1, d2, d3) -> (d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0, ((d2 * 4) + d3))>]
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : memref<1xi64>, memref<5xi64>) outs(%[[PHASES]] : memref<1x2x2x2x17xf64>)
 // CHECK:           arith.constant 0.000000e+00 : f64
-// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d2 + 1) mod 2), ((d3 + 1) mod 2), ((((d2 + 1) floordiv 2) * 4) + ((d3 + 1) floordiv 2)))>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%0 : memref<1x2x5x5xf64>) outs(%[[PHASES]] : memref<1x2x2x2x17xf64>)
+// CHECK:         affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0, (((d2 * 4) + d3) + 7))>]
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : memref<1xi64>, memref<2xi64>) outs(%[[PHASES]] : memref<1x2x2x2x17xf64>)
+// CHECK:         affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0, (((d2 * 4) + d3) + 11))>]
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : memref<1xi64>, memref<6xi64>) outs(%[[PHASES]] : memref<1x2x2x2x17xf64>)
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, (d3 * 2))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, ((d3 * 2) + 1))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d2 + 1) mod 2), 1, ((((d2 + 1) floordiv 2) * 4) + d3))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d2 + 1) mod 2), 0, (((((d2 + 1) floordiv 2) * 4) + d3) + 1))>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%{{.*}}, %0, %0 : memref<2xi64>, memref<1x2x5x5xf64>, memref<1x2x5x5xf64>) outs(%[[PHASES]], %[[PHASES]] : memref<1x2x2x2x17xf64>, memref<1x2x2x2x17xf64>)
+// CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, ((d3 * 2) + 4))>, affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d2 + 1) mod 2), 1, ((((d2 + 1) floordiv 2) * 4) + (d3 + 2)))>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%{{.*}}, %0 : memref<1xi64>, memref<1x2x5x5xf64>) outs(%[[PHASES]] : memref<1x2x2x2x17xf64>)
 // CHECK:         %[[ACC:.*]] = memref.alloc() : memref<1x1x4x12xf64>
 // CHECK:         outs(%[[ACC]] : memref<1x1x4x12xf64>)
 // CHECK:         linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, (d3 mod 2), 0, (d4 + ((d3 floordiv 2) * 4)))>, affine_map<(d0, d1, d2, d3, d4) -> ((d1 * 4), d2, d3, 0)>, {{.*}}, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, 0, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, 1, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, 2, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, 3, d4)>], iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel"]}
