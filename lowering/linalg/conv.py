@@ -216,8 +216,9 @@ def _fill_around_x(
 ) -> None:
     """`fill` in the elements of a stride-phase buffer (`stride_phases`) that x, of `size` (H, W)
     at padded position `begins` (top, left), does not land on, and only there (a fill of the whole
-    buffer before the copy wrote it twice: the conv above 1.19 -> 1.01 ms). Per phase (a, b), in rows of R: the rows before x's first one and x's first columns,
-    from each x row's end to the next one's start, and from x's last row's end to L."""
+    buffer before the copy wrote it twice: the conv above 1.19 -> 1.01 ms). Per phase (a, b), in
+    rows of R: the rows before x's first one and x's first columns, from each x row's end to the
+    next one's start, and from x's last row's end to L."""
     batch, channels, sh, sw, length = phases.type.get_shape()
     (height, width), (top, left) = size, begins
     for a in range(sh):
