@@ -4,10 +4,9 @@
 
 Each shape's ONNX model (Conv with bias -> Add(residual) -> Relu) is compiled by graphopt
 twice, with the tiles' prefetches on and off (of out and the residual: `tile_epilogue.PREFETCH`;
-of the GEMM's b: `packed_gemm.PREFETCH_B`), and run by
-ONNX Runtime at the same thread count; the three calls rotate over `buffers` sets of (x,
-residual, out), together larger than the L3, so that, as inside a model, the operands come from
-memory. Interleaved medians (benchmarks/timing.py); prints ms and the ratios to ORT.
+of the GEMM's b: `packed_gemm.PREFETCH_B`), and run by ONNX Runtime at the same thread count
+(`end_to_end.onnxruntime_session`). The three calls rotate over `buffers` sets of (x, residual,
+out), together larger than the L3, so that, as inside a model, the operands come from memory. Interleaved medians (benchmarks/timing.py); prints ms and the ratios to ORT.
 """
 
 import argparse
@@ -15,7 +14,6 @@ import itertools
 
 import numpy as np
 import onnx
-import onnxruntime
 from onnx import TensorProto, helper, numpy_helper
 
 import graphopt
@@ -23,6 +21,7 @@ from graphopt.lowering import packed_gemm, tile_epilogue
 from graphopt.runtime import jit
 from graphopt.runtime.arrays import aligned_array, aligned_empty
 
+from end_to_end import onnxruntime_session
 from timing import interleaved_medians
 
 SHAPES = [
@@ -64,9 +63,7 @@ def compare(channels: int, out_channels: int, size: int, threads: int, seconds: 
     default = tile_epilogue.PREFETCH, packed_gemm.PREFETCH_B
     executables = {"on": compiled(proto, threads, True), "off": compiled(proto, threads, False)}
     tile_epilogue.PREFETCH, packed_gemm.PREFETCH_B = default
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads
-    session = onnxruntime.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(proto, threads)
     rng = np.random.default_rng(1)
     sets = [(aligned_array(rng.standard_normal((1, channels, size, size)).astype(np.float32)),
              aligned_array(rng.standard_normal((1, out_channels, size, size)).astype(np.float32)),

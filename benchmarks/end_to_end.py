@@ -293,14 +293,20 @@ def graphopt_runner(exe: graphopt.Executable, inputs: list[np.ndarray]) -> Calla
     return lambda: exe(*inputs, out=outputs)[0]
 
 
-def onnxruntime_runner(model: onnx.ModelProto, inputs: list[np.ndarray], threads: int) -> Callable[[], np.ndarray]:
-    """An InferenceSession run through I/O binding: inputs bound once, the output preallocated."""
+def onnxruntime_session(model: onnx.ModelProto, threads: int) -> onnxruntime.InferenceSession:
+    """The CPU InferenceSession every benchmark compares with: `threads` intra-op threads, no
+    spinning, all graph optimizations."""
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # like OMP_WAIT_POLICY=PASSIVE
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-    session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def onnxruntime_runner(model: onnx.ModelProto, inputs: list[np.ndarray], threads: int) -> Callable[[], np.ndarray]:
+    """An `onnxruntime_session` run through I/O binding: inputs bound once, the output preallocated."""
+    session = onnxruntime_session(model, threads)
     binding = session.io_binding()
     for info, array in zip(session.get_inputs(), inputs):
         binding.bind_cpu_input(info.name, array)
