@@ -15,7 +15,8 @@ The JIT links in the ukernel's LLVM IR (`ukernel_ir`, through `ukernels.py`), ge
 leading dims are its rows. The ukernel computes tiles of ROWS x PANEL outputs in registers
 (24 accumulators of 16 floats): each step of k loads 4 vectors of the panel, broadcasts one a
 element per row and issues 4 FMAs per row. k runs in blocks of DEPTH, so the block of a panel
-stays in cache while every row tile uses it; without AVX-512 many rows of a on packed b run in
+stays in cache while every row tile uses it (without AVX-512 blocks of CONFLICT_DEPTH on row-major
+b whose rows map to too few L1 sets); without AVX-512 many rows of a on packed b run in
 blocks of ROW_BLOCK within a k block, so that a's block stays in L2 while every panel uses it;
 loops (k block, row block, panel, row tile). Fewer rows than a tile (a dense layer at batch 1)
 take several panels per tile (`FEW_ROWS_PANELS`) and k in one block. The last panel holds the
@@ -77,6 +78,19 @@ ROWS = 6
 """Rows of a per register tile."""
 DEPTH = 256
 """Steps of k per block."""
+L1_SETS, L1_WAYS, LINE_FLOATS = 64, 8, 16
+"""The L1 data cache the row-major k blocks are sized for (32 KB, 8 ways of 64-byte lines: Zen 1's,
+and most x86 cores')."""
+CONFLICT_DEPTH = None if host_has_avx512() else 64
+"""Steps of k per block on row-major b (a conv) whose rows are a whole number of lines apart and
+whose panel's DEPTH lines fall into L1 sets that cannot hold them (`_Ukernel._depth`): a
+56x56 output (rows 196 lines apart: 16 of the 64 sets, 128 lines) or 32x32 (64 lines apart:
+one set). On 2026-11-28 (2-core EPYC znver1, AVX2, conv + bias + relu, 1 thread, interleaved
+with ONNX Runtime's Conv + Relu, ours / ORT) 64 steps took 256->64 at 56 from 0.93-0.96x to
+0.90x, 192->64 at 56 0.91-0.96x to 0.89x, 256->128 at 56 1.00-1.01x to 0.94-0.96x, 128->128
+at 56 0.97x to 0.94x, 512->64 at 32 1.12-1.17x to 0.98-1.00x; 128 steps helped less (0.98x
+to 1.08x), 32 no more; rows 49 lines apart (28x28: all 64 sets) lost with 64 steps (0.85-0.88x
+to 0.90-0.92x) and keep DEPTH. None with AVX-512 (not measured there: its IR is unchanged)."""
 ROW_BLOCK = None if host_has_avx512() else 96
 """Rows of a per block within a k block (None: all rows) where b is packed and a has more than
 ROWS_IN_L2 rows, so that a's block (ROW_BLOCK x DEPTH floats, 96 KB) stays in L2 while every
@@ -344,8 +358,7 @@ class _Ukernel(LLVMText):
             self.define(f"define void @{self.name}(ptr noalias %b, ptr noalias %a{epilogue}, ptr noalias %out) {{")
         else:
             self.define(f"define void @{self.name}(ptr noalias %a, ptr noalias %b, ptr noalias %out) {{")
-        # with panels grouped for few rows, one row tile uses each block of b: k in one block
-        depth = self.k if self._panel_group() > 1 else DEPTH
+        depth = self._depth()
         blocks = -(-self.k // depth)
 
         def image(i: str) -> None:
@@ -422,6 +435,18 @@ class _Ukernel(LLVMText):
             return self.pointer(b, self.value(f"add i64 {self.value(f'mul i64 {k0}, {self.n}')}, {column}"))
         start = self.value(f"mul i64 {column}, {self.k}")
         return self.pointer(b, self.value(f"add i64 {start}, {self.value(f'mul i64 {k0}, {width}')}"))
+
+    def _depth(self) -> int:
+        """Steps of k per block: all of k where panels are grouped for few rows (one row tile uses
+        each block of b), CONFLICT_DEPTH where row-major b's panel of DEPTH lines overfills the
+        L1 sets its rows map to, else DEPTH."""
+        if self._panel_group() > 1:
+            return self.k
+        if CONFLICT_DEPTH and self.layout == ROW_MAJOR and self.n % LINE_FLOATS == 0:
+            sets = L1_SETS // math.gcd(self.n // LINE_FLOATS, L1_SETS)
+            if sets * L1_WAYS < DEPTH:
+                return CONFLICT_DEPTH
+        return DEPTH
 
     def _panel_group(self) -> int:
         """Packed panels per tile (`FEW_ROWS_PANELS`)."""

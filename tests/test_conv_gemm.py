@@ -254,3 +254,25 @@ def test_row_tiles_prefetch_the_next_tiles_out_and_residual_lines(monkeypatch, p
         assert sorted(set(b_aheads)) == [("15", "0"), (str(packed_gemm.PANEL), str(packed_gemm.PANEL))]
     out_shape = (1, 20, 13, 11)
     check_compiled(monkeypatch, module, sample(x_shape), sample(out_shape, seed=4), threads=threads)
+
+
+@pytest.mark.parametrize("conflict_depth", [64, None])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_1x1_on_rows_of_b_sharing_l1_sets_matches_interpreter(monkeypatch, conflict_depth, threads):
+    """A 1x1 of 150 input channels on an 8 x 8 output (b's rows 4 lines apart: k in blocks of
+    CONFLICT_DEPTH, 64 + 64 + 22) with bias, residual and relu in the tile, against the
+    interpreter with NaN and inf in x and the residual, 1 and 2 threads (chunks of output
+    channels); the ukernel differs from the one of DEPTH-step blocks."""
+    monkeypatch.setattr(packed_gemm, "CONFLICT_DEPTH", conflict_depth)
+    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
+    monkeypatch.setattr(jit, "_cache", {})
+    x_shape, w_shape = (1, 150, 8, 8), (13, 150, 1, 1)
+    module = conv_block(x_shape, w_shape, epilogue="residual_relu")
+    (call,) = [op for kernel in kernels(module) for op in kernel.walk()
+               if isinstance(op, func.CallOp) and op.callee.string_value().startswith(GEMM)]
+    types = [a.type for a in call.arguments]
+    ir = packed_gemm.ukernel_ir(call.callee.string_value(), types)
+    monkeypatch.setattr(packed_gemm, "CONFLICT_DEPTH", None if conflict_depth else 64)
+    assert packed_gemm.ukernel_ir(call.callee.string_value(), types) != ir
+    monkeypatch.setattr(packed_gemm, "CONFLICT_DEPTH", conflict_depth)
+    check_compiled(monkeypatch, module, sample(x_shape), sample((1, 13, 8, 8), seed=4), threads=threads)

@@ -274,6 +274,49 @@ def test_row_major_b_matches_numpy_and_reads_nothing_past_b(monkeypatch, panel, 
     memory.close()
 
 
+@pytest.mark.parametrize(
+    "layout, n, depth",
+    [
+        (packed_gemm.ROW_MAJOR, 64, 64),  # rows 4 lines apart: 16 of L1's 64 sets, 128 lines
+        (packed_gemm.ROW_MAJOR, 56 * 56, 64),  # 196 lines apart: 16 sets
+        (packed_gemm.ROW_MAJOR, 32 * 32, 64),  # 64 lines apart: one set
+        (packed_gemm.ROW_MAJOR, 28 * 28, 256),  # 49 lines apart: every set
+        (packed_gemm.ROW_MAJOR, 48, 256),  # 3 lines apart: every set
+        (packed_gemm.ROW_MAJOR, 27 * 27, 256),  # rows not a whole number of lines apart
+        (packed_gemm.PANELS, 1024, 256),  # packed panels are contiguous
+    ],
+)
+@pytest.mark.parametrize("conflict_depth", [64, None])  # without AVX-512 and with
+def test_row_major_k_blocks_shrink_where_b_rows_share_l1_sets(monkeypatch, layout, n, depth, conflict_depth):
+    """The k block is CONFLICT_DEPTH where a row-major panel's DEPTH lines overfill the L1 sets
+    its rows map to, else DEPTH (always DEPTH where CONFLICT_DEPTH is None: AVX-512)."""
+    monkeypatch.setattr(packed_gemm, "DEPTH", 256)
+    monkeypatch.setattr(packed_gemm, "CONFLICT_DEPTH", conflict_depth)
+    ukernel = packed_gemm._Ukernel("u", layout, 1, 13, 300, n)
+    assert ukernel._depth() == (depth if conflict_depth else 256)
+
+
+@pytest.mark.parametrize("panel", [16, 64])
+@pytest.mark.parametrize("images, rows, k, n", [(2, 13, 150, 64), (1, 7, 64, 1024), (1, 8, 65, 64), (1, 2, 200, 128)])
+def test_row_major_short_k_blocks_match_numpy_with_their_epilogue(monkeypatch, panel, images, rows, k, n):
+    """Blocks of CONFLICT_DEPTH (64) steps of k: 150 = 64 + 64 + 22, exactly one block, one step
+    past it; partial sums stored and reloaded between blocks, the epilogue (bias per row, residual,
+    relu) on the last only; NaN and inf in b propagate; edge row tiles of 1 and 2 rows."""
+    monkeypatch.setattr(packed_gemm, "PANEL", panel)
+    monkeypatch.setattr(packed_gemm, "CONFLICT_DEPTH", 64)
+    assert packed_gemm._Ukernel("u", packed_gemm.ROW_MAJOR, images, rows, k, n)._depth() == 64
+    b, a = sample((images, k, n), seed=1), sample((rows, k), seed=2, specials=False)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(run_row_major(b, a, out_shape=(images, rows, n)), a @ b, rtol=1e-4, atol=1e-4,
+                                   equal_nan=True)
+    bias, residual = sample((rows, 1), seed=3, specials=False), sample((images, rows, n), seed=4)
+    steps = (("add", ("A", "P0")), ("add", ("S0", "R")), ("max", ("S1", tile_epilogue.constant(0.0))))
+    out = run_row_major(b, a, steps, (bias, residual), (images, rows, n))
+    with np.errstate(invalid="ignore"):
+        expected = np.maximum(a @ b + bias + residual, 0)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
 @pytest.mark.parametrize("panel", [16, 64])
 def test_row_major_epilogue_per_row_applies_after_the_last_k_block(monkeypatch, panel):
     """relu(a @ b + bias[row] + residual): the bias is per row (an output channel), the residual of out's shape."""
