@@ -1,4 +1,4 @@
-"""graphopt.compile: canonicalize, fuse, partition, then each group's kernel from its backend.
+"""graphopt.compile: canonicalize, cse, fuse, partition, then each group's kernel from its backend.
 
     exe = graphopt.compile(module)                        # fuse + partition + lower + JIT, once
     exe = graphopt.compile(module, backends=("cpu", "reference"))
@@ -10,9 +10,12 @@
     exe.placement()                                       # the same as data: StepPlacement records
     exe.save("model.gx"); exe = graphopt.load("model.gx")   # saved: no compile on load (same CPU)
 
-compile runs the pipeline `canonicalize,fuse,partition` (graph-opt --canonicalize --fuse
---partition; `exe.pipeline` holds its text with options; with `fuse=False` no fuse, and a
-greedy partition makes each op a group of its own). Each group of @main, in order, is then one
+compile runs the pipeline `canonicalize,cse,fuse,partition` (graph-opt --canonicalize --cse
+--fuse --partition; `exe.pipeline` holds its text with options; with `fuse=False` no fuse, and a
+greedy partition makes each op a group of its own). `cse` is xDSL's common subexpression
+elimination: equal constants, then equal ops on the same operands (the branches of an
+Inception block that read one input through equal weights, as ONNX Runtime's CSE merges them),
+become one. Each group of @main, in order, is then one
 step: its kernel is compiled by the backend that partitioning put it on (its `backend`
 attribute; the steps of one backend are compiled together), and `report()` says why a step is
 not on the first backend asked for (its `graph.placement_reason`). The `Executable`
@@ -43,6 +46,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
+from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 from xdsl.utils.exceptions import PassFailedException
 
 from graphopt.backends import Backend, get_backend
@@ -95,7 +99,7 @@ def compile(
     module = module.clone()
     placing = RegistryPartitionPass(backends=tuple(backends), search=search if fuse else "greedy", measure=measure,
                                     cache=os.fspath(cost_cache or ""), threads=threads)
-    fusing = [CanonicalizePass(), *([FusePass()] if fuse else [])]
+    fusing = [CanonicalizePass(), CommonSubexpressionElimination(), *([FusePass()] if fuse else [])]
     ctx = make_context()
     pipeline = ",".join(str(graph_pass.pipeline_pass_spec()) for graph_pass in [*fusing, placing])
     for graph_pass in fusing:

@@ -38,7 +38,7 @@ def test_stages_are_graph_opt_pipeline_text():
 def test_compile_runs_what_graph_opt_prints(example: Path, tmp_path: Path):
     printed = tmp_path / "opt.ll"
     executable = graphopt.compile(parse_text(example.read_text()), backends=("cpu",), threads=1)
-    assert executable.pipeline.startswith("canonicalize,fuse,partition{")
+    assert executable.pipeline.startswith("canonicalize,cse,fuse,partition{")
     graph_opt.main([str(example), "-p", executable.pipeline, "-t", "llvm", "-o", str(printed)])
     assert executable.llvm_ir() == [printed.read_text()]
 
@@ -107,3 +107,21 @@ def test_repeated_blocks_share_their_code_with_their_own_weights(threads):
     assert len(executable.steps) == 3
     x = rng.standard_normal((256, 64)).astype(np.float32)
     np.testing.assert_allclose(executable(x)[0], graphopt.interpret(module, x)[0], rtol=1e-4, atol=1e-4)
+
+
+def test_compile_merges_branches_that_read_one_input_through_equal_weights():
+    """An Inception-style block: three 1x1 branches on x, two with equal weights (another
+    constant of the same values) and one with other weights. `cse` leaves two convs, so two
+    steps plus the concat's; the results are the interpreter's (NaN and inf in x)."""
+    rng = np.random.default_rng(0)
+    weights = rng.standard_normal((8, 5, 1, 1)).astype(np.float32)
+    b = GraphBuilder()
+    x = b.input("x", (1, 5, 7, 9))
+    branches = [b.relu(b.conv2d(x, b.constant(w))) for w in (weights, weights.copy(), weights[::-1].copy())]
+    module = b.finish(b.concat(branches, axis=1))
+    executable = graphopt.compile(module, backends=("cpu",), threads=1)
+    assert sum("conv2d" in step.ops for step in executable.placement()) == 2
+    x_value = rng.standard_normal((1, 5, 7, 9)).astype(np.float32)
+    x_value[0, 1, 2, 3], x_value[0, 4, 6, 8] = np.nan, np.inf
+    np.testing.assert_allclose(executable(x_value)[0], graphopt.interpret(module, x_value)[0], rtol=1e-5, atol=1e-5,
+                               equal_nan=True)

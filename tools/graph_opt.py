@@ -8,7 +8,7 @@
     graph-opt in.mlir --fuse --lower-to-linalg     # the kernels (func + linalg on memrefs)
     graph-opt in.mlir --fuse --lower-to-llvm       # the kernels in the llvm dialect
     graph-opt in.mlir --fuse -t llvm               # the kernels' LLVM IR after O3 for this CPU
-    graph-opt in.mlir --canonicalize --fuse --partition=backends=cpu -t llvm   # what compile JIT-compiles (1 thread)
+    graph-opt in.mlir --canonicalize --cse --fuse --partition=backends=cpu -t llvm   # what compile JIT-compiles (1 thread)
     graph-opt in.mlir --fuse --partition -t dot -o groups.svg   # groups coloured by backend (Graphviz)
     graph-opt in.mlir --fuse --partition=backends=cuda -t ptx   # the CUDA kernels' PTX (-t 'ptx{arch=sm_90}')
 
@@ -59,6 +59,7 @@ from graphopt.transforms.partition import Dataflow, PartitionPass
 PASS_FLAGS: dict[str, str] = {
     "canonicalize": ("fold graph-level patterns (a zero pad into its conv, pow by 1-4 into products, a leading"
                      " unit batch dim out of a function) and xDSL's canonicalizations"),
+    "cse": "merge equal ops on the same operands, equal constants first (xDSL's common subexpression elimination)",
     "fuse": "group ops into graph.fused regions (options as for -p fuse{...})",
     "partition": "put every group on a backend (options as for -p partition{...}, e.g. backends=cpu,blas,search=cost)",
 }
