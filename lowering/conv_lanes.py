@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import numpy as np
 from xdsl.dialects.builtin import MemRefType, f32
@@ -103,12 +102,6 @@ channel's; 16 steps are about 200 FMAs. Zen 1, the conv + residual alone, with b
 run: 1024->256 and 512->128 at 14x14 1.08-1.16x faster (8 ahead 1.05-1.12x; 16 ahead with the first
 line only, or both lines one channel ahead, 0.95-1.03x), 256->1024 1.01-1.02x. Wider windows prefetch
 the next channel, KH x KW taps ahead (3x3s two channels ahead measured the same)."""
-CHUNK_BYTES = 0 if host_has_avx512() else 16 * 1024
-"""The most bytes of packed w (BLOCKS blocks x input channels x KH x KW x 16 floats) that a tile
-reads per chunk of input channels (`input_channel_chunks`); 0: one chunk, all input channels."""
-MAX_PARTIAL_SUM_BYTES = 64 * 1024
-"""The most bytes of partial sums (BLOCKS x 16 floats per output position, on the stack) that a
-conv in chunks of input channels keeps between them (`input_channel_chunks`)."""
 PREFIX = "graphopt_sconv_lanes"
 
 
@@ -143,20 +136,6 @@ def positions(out_w: int, kernel_w: int = 1) -> int | None:
         p for p in sizes if taps_per_step(kernel_w, p) > 1 and out_w % 2 and out_w >= 2 * p and fits(p, MAX_ROW_TAP_TILES)
     ]
     return (rows_of_taps + fitting)[0] if fitting else None
-
-
-def input_channel_chunks(channels: int, window: int, positions_: int) -> list[tuple[int, int]]:
-    """(first input channel, channels) of each chunk that the ukernel's tiles of positions go
-    through in turn for one tile of output channels: chunks of equal size (the last smaller)
-    whose packed w is at most CHUNK_BYTES, so that it stays in L1 while all the tiles of
-    positions read it (MLAS's, oneDNN's and BLIS's blocking of the reduction); one chunk when all
-    of w fits or when the partial sums kept between chunks (BLOCKS x 16 floats per position)
-    would pass MAX_PARTIAL_SUM_BYTES."""
-    w_bytes = channels * window * BLOCKS * VECTOR * 4
-    if not CHUNK_BYTES or w_bytes <= CHUNK_BYTES or positions_ * BLOCKS * VECTOR * 4 > MAX_PARTIAL_SUM_BYTES:
-        return [(0, channels)]
-    size = -(-channels // -(-w_bytes // CHUNK_BYTES))
-    return [(first, min(size, channels - first)) for first in range(0, channels, size)]
 
 
 def taps_per_step(kernel_w: int, positions: int) -> int:
@@ -221,16 +200,6 @@ def _transposed(text: LLVMText, rows: Sequence[str]) -> list[str]:
     return rows
 
 
-class _Chunk(NamedTuple):
-    """A tile's chunk of input channels (`input_channel_chunks`): how many, whether the first
-    and the last, and the step (channel x taps) from which its steps prefetch their own x lines."""
-
-    channels: int
-    first: bool
-    last: bool
-    own_lines_from: int
-
-
 class _Ukernel(LLVMText):
     def __init__(self, name_: str, types: Sequence[MemRefType]):
         super().__init__()
@@ -245,7 +214,7 @@ class _Ukernel(LLVMText):
         _, _, self.kernel_h, self.kernel_w, _ = w
         _, self.out_channels, self.out_h, self.out_w = out
         self.positions = self.out_h * self.out_w
-        self.tiles: dict[tuple[int, int, tuple[int, ...], _Chunk], str] = {}
+        self.tiles: dict[tuple[int, int, tuple[int, ...]], str] = {}
 
     def text(self) -> str:
         if PREFETCH or tile_epilogue.PREFETCH:
@@ -253,8 +222,8 @@ class _Ukernel(LLVMText):
         shifts = self._shifts()
         self.emit(f"@{self.name}.shifts = internal constant [{len(shifts)} x i64] [{', '.join(f'i64 {s}' for s in shifts)}]")
         self._main()
-        for (blocks, channels, offsets, chunk), tile_name in list(self.tiles.items()):
-            self._tile(tile_name, blocks, channels, offsets, chunk)
+        for (blocks, channels, offsets), tile_name in list(self.tiles.items()):
+            self._tile(tile_name, blocks, channels, offsets)
         return self.ir()
 
     def _offsets(self, start: int, count: int) -> tuple[int, ...]:
@@ -293,43 +262,23 @@ class _Ukernel(LLVMText):
         lasts = {offset for offset, following in zip(reads, reads[1:] + [None]) if following is None or following - offset >= VECTOR}
         return sorted(firsts | lasts)
 
-    def _channels_ahead(self) -> int:
-        """How many input channels ahead a step prefetches x (`PREFETCH`)."""
-        return min(PREFETCH_CHANNELS_1X1, self.channels - 1) if self.kernel_h * self.kernel_w == 1 else 1
-
-    def _chunk(self, first: int, channels: int) -> _Chunk:
-        """The chunk of `channels` input channels from `first` (`input_channel_chunks`)."""
-        window = self.kernel_h * self.kernel_w
-        own_lines_from = min(self.channels - first - self._channels_ahead(), channels) * window
-        return _Chunk(channels, first == 0, first + channels == self.channels, own_lines_from)
-
-    def _tile_name(self, blocks: int, channels: int, offsets: tuple[int, ...], chunk: _Chunk) -> str:
-        key = (blocks, channels, offsets, chunk)
+    def _tile_name(self, blocks: int, channels: int, offsets: tuple[int, ...]) -> str:
+        key = (blocks, channels, offsets)
         if key not in self.tiles:
             self.tiles[key] = f"@{self.name}.tile{len(self.tiles)}"
         return self.tiles[key]
 
     # --- one register tile: out[blocks x 16 channels (`channels` valid), positions] ---
 
-    def _tile(self, tile_name: str, blocks: int, channels: int, offsets: tuple[int, ...], chunk: _Chunk) -> None:
-        """The tile over one chunk of input channels: from zero in the first chunk, else from
-        the partial sums at %partial ([position, block, 16 floats]); the last chunk applies the
-        epilogue and stores out, the others store the partial sums back."""
+    def _tile(self, tile_name: str, blocks: int, channels: int, offsets: tuple[int, ...]) -> None:
         window = self.kernel_h * self.kernel_w
         block_stride = self.channels * window * VECTOR
         taps = taps_per_step(self.kernel_w, len(offsets))
         e = self.emit
-        ahead = ", i64 %ahead" if tile_epilogue.PREFETCH and chunk.last else ""
-        partial = "" if chunk.first and chunk.last else ", ptr %partial"
-        parameters = f"ptr %x, ptr %w{tile_epilogue.parameters(self.epilogue)}, ptr %out{ahead}{partial}"
+        ahead = ", i64 %ahead" if tile_epilogue.PREFETCH else ""
+        parameters = f"ptr %x, ptr %w{tile_epilogue.parameters(self.epilogue)}, ptr %out{ahead}"
         self.define(f"define internal void {tile_name}({parameters}) {{")
-        sums = {(v, k): f"%acc.{v}.{k}" for v in range(blocks) for k in range(len(offsets))}
-        starts = dict.fromkeys(sums, "zeroinitializer")
-        if not chunk.first:
-            for v, k in sums:
-                starts[v, k] = f"%partial.{v}.{k}"
-                e(load(starts[v, k], self.pointer("%partial", (k * BLOCKS + v) * VECTOR)))
-        if tile_epilogue.PREFETCH and chunk.last:
+        if tile_epilogue.PREFETCH:
             rows = [channel * self.positions for channel in range(channels)]
             tile_epilogue.prefetch_next_tile(self, self.epilogue, "%out", rows, "%ahead")
         e("  br label %tap")
@@ -337,8 +286,9 @@ class _Ukernel(LLVMText):
         e("  %u = phi i64 [0, %entry], [%u.next, %tap]")
         e("  %t = phi i64 [0, %entry], [%t.next, %tap]")
         e("  %x.c = phi ptr [%x, %entry], [%x.c.next, %tap]")
+        sums = {(v, k): f"%acc.{v}.{k}" for v in range(blocks) for k in range(len(offsets))}
         for (v, k), acc in sums.items():
-            e(f"  {acc} = phi {VECTOR_TYPE} [{starts[v, k]}, %entry], [%sum.{v}.{k}, %tap]")
+            e(f"  {acc} = phi {VECTOR_TYPE} [zeroinitializer, %entry], [%sum.{v}.{k}, %tap]")
         e(f"  %shift.at = getelementptr i64, ptr @{self.name}.shifts, i64 %t")
         e("  %shift = load i64, ptr %shift.at, align 8")
         e("  %x.t = getelementptr float, ptr %x.c, i64 %shift")
@@ -356,8 +306,9 @@ class _Ukernel(LLVMText):
             # the x of the channel `channels_ahead` on; in the last `channels_ahead` channels, this
             # channel's (in L1): a prefetch past x's end into an unmapped page ran the 3->32 3x3/2 stem 4x slower
             channel = self.sh * self.sw * self.length
-            e(f"  %ahead.last = icmp uge i64 %u, {chunk.own_lines_from}")
-            e(f"  %ahead.channel = select i1 %ahead.last, i64 0, i64 {channel * self._channels_ahead()}")
+            channels_ahead = min(PREFETCH_CHANNELS_1X1, self.channels - 1) if window == 1 else 1
+            e(f"  %ahead.last = icmp uge i64 %u, {(self.channels - channels_ahead) * window}")
+            e(f"  %ahead.channel = select i1 %ahead.last, i64 0, i64 {channel * channels_ahead}")
             e("  %ahead.x = getelementptr float, ptr %x.t, i64 %ahead.channel")
             for i, offset in enumerate(self._prefetches(offsets, taps)):
                 e(f"  %ahead.{i} = getelementptr float, ptr %ahead.x, i64 {offset}")
@@ -379,14 +330,9 @@ class _Ukernel(LLVMText):
         e(f"  %x.c.step = getelementptr float, ptr %x.c, i64 {self.sh * self.sw * self.length}")
         e("  %x.c.next = select i1 %t.wraps, ptr %x.c.step, ptr %x.c")
         e(f"  %u.next = add i64 %u, {taps}")
-        e(f"  %u.done = icmp eq i64 %u.next, {chunk.channels * window}")
+        e(f"  %u.done = icmp eq i64 %u.next, {self.channels * window}")
         e("  br i1 %u.done, label %exit, label %tap")
         e("exit:")
-        if not chunk.last:
-            for (v, k), total in sums.items():
-                e(f"  store {VECTOR_TYPE} {total}, ptr {self.pointer('%partial', (k * BLOCKS + v) * VECTOR)}, align 4")
-            self.end()
-            return
         epilogue = tile_epilogue.TileEpilogue(self, self.epilogue)
         for v in range(blocks):
             columns = _transposed(self, [sums[v, k] for k in range(len(offsets))])
@@ -419,9 +365,6 @@ class _Ukernel(LLVMText):
         window = self.kernel_h * self.kernel_w
         size = positions(self.out_w, self.kernel_w)
         super_tile = math.lcm(size, self.out_w)
-        chunks = input_channel_chunks(self.channels, window, self.positions)
-        if len(chunks) > 1:
-            self.emit(f"  %partial = alloca [{self.positions * BLOCKS * VECTOR} x float], align 64")
 
         def image(n: str) -> None:
             x_n = self.pointer("%x", self.value(f"mul i64 {n}, {self.channels * self.sh * self.sw * self.length}"))
@@ -432,49 +375,34 @@ class _Ukernel(LLVMText):
                 first_channel = self.value(f"mul i64 {first_block}, {VECTOR}")
                 out_o = self.pointer(out_n, self.value(f"mul i64 {first_channel}, {self.positions}"))
 
-                def tile(chunk: _Chunk, w_c: str, x_c: str, rows: str, start: int | str, count: int) -> None:
+                def tile(rows: str, start: int | str, count: int) -> None:
                     """The tile of `count` positions from `start` past output row `rows`' first
-                    (a value `start`: a column of that row, the tile inside it), over `chunk`'s
-                    input channels, whose x and w start at `x_c` and `w_c`."""
+                    (a value `start`: a column of that row, the tile inside it)."""
                     row, column = divmod(start, self.out_w) if isinstance(start, int) else (0, start)
                     x_row = self.value(f"add i64 {self.value(f'mul i64 {rows}, {self.row}')}, {row * self.row}")
                     at = self.value(f"add i64 {self.value(f'mul i64 {rows}, {self.out_w}')}, {start}")
                     out_tile = self.pointer(out_o, at)
                     arguments = tile_epilogue.arguments(self, self.epilogue, first_channel, out_tile)
-                    x_tile = self.pointer(x_c, self.value(f"add i64 {x_row}, {column}"))
-                    call_arguments = f"ptr {x_tile}, ptr {w_c}{arguments}, ptr {out_tile}"
-                    if tile_epilogue.PREFETCH and chunk.last:
+                    x_tile = self.pointer(x_n, self.value(f"add i64 {x_row}, {column}"))
+                    call_arguments = f"ptr {x_tile}, ptr {w_o}{arguments}, ptr {out_tile}"
+                    if tile_epilogue.PREFETCH:
                         call_arguments += f", i64 {self._ahead(at)}"
-                    if len(chunks) > 1:
-                        partial = self.pointer("%partial", self.value(f"mul i64 {at}, {BLOCKS * VECTOR}"))
-                        call_arguments += f", ptr {partial}"
                     offsets = self._offsets(start if isinstance(start, int) else 0, count)
-                    self.emit(f"  call void {self._tile_name(blocks, channels, offsets, chunk)}({call_arguments})")
+                    self.emit(f"  call void {self._tile_name(blocks, channels, offsets)}({call_arguments})")
 
-                def all_positions(first_input: int, chunk_channels: int) -> None:
-                    """The tiles of all output positions over `chunk_channels` input channels from `first_input`."""
-                    chunk = self._chunk(first_input, chunk_channels)
-                    w_c = self.pointer(w_o, first_input * window * VECTOR)
-                    x_c = self.pointer(x_n, first_input * self.sh * self.sw * self.length)
+                def super_tile_at(s: str) -> None:
+                    rows = self.value(f"mul i64 {s}, {super_tile // self.out_w}")
+                    if super_tile == self.out_w:  # tiles inside the row: one loop
+                        self.loop(self.out_w // size, lambda t: tile(rows, self.value(f"mul i64 {t}, {size}"), size))
+                    else:
+                        for start in range(0, super_tile, size):
+                            tile(rows, start, size)
 
-                    def super_tile_at(s: str) -> None:
-                        rows = self.value(f"mul i64 {s}, {super_tile // self.out_w}")
-                        if super_tile == self.out_w:  # tiles inside the row: one loop
-                            self.loop(
-                                self.out_w // size, lambda t: tile(chunk, w_c, x_c, rows, self.value(f"mul i64 {t}, {size}"), size)
-                            )
-                        else:
-                            for start in range(0, super_tile, size):
-                                tile(chunk, w_c, x_c, rows, start, size)
-
-                    full = self.positions // super_tile
-                    self.loop(full, super_tile_at)
-                    rest = self.positions - full * super_tile
-                    for start in range(0, rest, size):
-                        tile(chunk, w_c, x_c, str(full * super_tile // self.out_w), start, min(size, rest - start))
-
-                for first_input, chunk_channels in chunks:
-                    all_positions(first_input, chunk_channels)
+                full = self.positions // super_tile
+                self.loop(full, super_tile_at)
+                rest = self.positions - full * super_tile
+                for start in range(0, rest, size):
+                    tile(str(full * super_tile // self.out_w), start, min(size, rest - start))
 
             tile_channels = BLOCKS * VECTOR
             full_tiles = self.out_channels // tile_channels
