@@ -7,6 +7,8 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_conv_epilogues import TAILS, conv_module, epilogue_of, inputs
 from test_direct_conv import check_compiled, conv_layer
 from test_graph_to_linalg import sample
@@ -261,6 +263,40 @@ def test_1x1_steps_prefetch_both_lines_of_x_channels_ahead(monkeypatch, channels
     x.reshape(-1)[[0, 20, 50]] = [np.nan, np.inf, -np.inf]
     residual = sample(out_shape, seed=2, specials=False)
     residual.reshape(-1)[[3, 100]] = [np.inf, np.nan]
+    check_compiled(module, x, residual, threads=threads)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rest=st.integers(1, 300), size=st.integers(1, 14))
+def test_positions_after_the_last_super_tile_take_the_fewest_tiles_of_even_sizes(rest, size):
+    """`rest_tiles`: as many tiles as tiles of `size` need, each at most `size`, sizes at most one apart."""
+    counts = conv_lanes.rest_tiles(rest, size)
+    assert sum(counts) == rest and len(counts) == -(-rest // size)
+    assert max(counts) <= size and max(counts) - min(counts) <= 1
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_rest_of_7x7_runs_as_tiles_of_4_and_3(monkeypatch, threads, tile):
+    """A 1x1 at 7 x 7 outputs: with AVX2_TILE a super-tile of 42 positions in tiles of 6, then 7
+    positions as tiles of 4 and 3 (not 6 and 1, whose one-position steps wait on their FMAs'
+    latency); with AVX512_TILE tiles of 14 and one of 7. 2 images, 24 output channels (a partial
+    block), bias, residual and relu in the last tile, NaN and inf in x and the residual, 1 and 2
+    threads: the interpreter's results."""
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    x_shape, out_shape = (2, 20, 7, 7), (2, 24, 7, 7)
+    g = GraphBuilder()
+    y = g.conv2d(g.input("x", x_shape), g.constant(sample((24, 20, 1, 1), seed=1, specials=False)))
+    biased = g.add(y, g.constant(sample((24, 1, 1), seed=3, specials=False)))
+    module = g.finish(g.relu(g.add(biased, g.input("r", out_shape))))
+    (call,) = lanes_calls(module)
+    ukernel = conv_lanes.ukernel_ir(call.callee.string_value(), [a.type for a in call.arguments])
+    tiles = re.findall(r"define internal void @\S+\.tile\d+\(.*?\n}", ukernel, re.S)
+    sizes = {conv_lanes.AVX2_TILE: {6, 4, 3}, conv_lanes.AVX512_TILE: {14, 7}}
+    assert {len(x_reads(text)) for text in tiles} == sizes[tile]
+    x = sample(x_shape, specials=False)
+    x.reshape(-1)[[0, 48, 60]] = [np.nan, np.inf, -np.inf]
+    residual = sample(out_shape, seed=2, specials=False)
+    residual.reshape(-1)[[45, 1000]] = [np.inf, np.nan]
     check_compiled(module, x, residual, threads=threads)
 
 
