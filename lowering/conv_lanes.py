@@ -85,6 +85,12 @@ PLAIN_STORE_LANES = 0 if host_has_avx512() else 4
 `vmovups xmm` for 4) rather than under a mask (`store`): without AVX-512 the masked store is
 microcoded (Zen 1: 64->64 3x3 at 56, 128->128 at 28, tiles of 4, 1.04-1.05x faster). Tiles of
 6 keep the mask: as `vmovups`, `vextractf128` and `vmovlps`, 512->512 at 7 ran 0.91-0.97x."""
+OVERLAP_STORE_LANES = 0 if host_has_avx512() else 8
+"""Tiles of more than PLAIN_STORE_LANES and at most this many positions whose channels' rows go
+on for this many positions or more (later tiles of the same call write the rest: not a row's last
+tile) read the residual and store their vectors as this many floats, plain (`llvm_text.load_first`,
+`store_first`: one `vmovups ymm` each), rather than under a mask of P lanes: the lanes past P
+store values that the later tile rewrites. 0: always the mask (AVX-512)."""
 PREFETCH = not host_has_avx512()
 """Whether each step of a tile's loop prefetches the lines of x that the same step of the next
 input channel reads (`_prefetches`): without AVX-512 (Zen 1, AVX2) the stride-2 3x3s' x over all
@@ -225,7 +231,7 @@ class _Ukernel(LLVMText):
         _, _, self.kernel_h, self.kernel_w, _ = w
         _, self.out_channels, self.out_h, self.out_w = out
         self.positions = self.out_h * self.out_w
-        self.tiles: dict[tuple[int, int, tuple[int, ...]], str] = {}
+        self.tiles: dict[tuple[int, int, tuple[int, ...], int], str] = {}
 
     def text(self) -> str:
         if PREFETCH or tile_epilogue.PREFETCH:
@@ -233,8 +239,8 @@ class _Ukernel(LLVMText):
         shifts = self._shifts()
         self.emit(f"@{self.name}.shifts = internal constant [{len(shifts)} x i64] [{', '.join(f'i64 {s}' for s in shifts)}]")
         self._main()
-        for (blocks, channels, offsets), tile_name in list(self.tiles.items()):
-            self._tile(tile_name, blocks, channels, offsets)
+        for (blocks, channels, offsets, stored), tile_name in list(self.tiles.items()):
+            self._tile(tile_name, blocks, channels, offsets, stored)
         return self.ir()
 
     def _offsets(self, start: int, count: int) -> tuple[int, ...]:
@@ -273,15 +279,22 @@ class _Ukernel(LLVMText):
         lasts = {offset for offset, following in zip(reads, reads[1:] + [None]) if following is None or following - offset >= VECTOR}
         return sorted(firsts | lasts)
 
-    def _tile_name(self, blocks: int, channels: int, offsets: tuple[int, ...]) -> str:
-        key = (blocks, channels, offsets)
+    def _tile_name(self, blocks: int, channels: int, offsets: tuple[int, ...], stored: int) -> str:
+        key = (blocks, channels, offsets, stored)
         if key not in self.tiles:
             self.tiles[key] = f"@{self.name}.tile{len(self.tiles)}"
         return self.tiles[key]
 
+    def _stored_lanes(self, count: int, latest: int) -> int:
+        """Floats stored per channel by a tile of `count` positions whose first is at most
+        position `latest` of its channels: OVERLAP_STORE_LANES where the rows go on that far
+        (`OVERLAP_STORE_LANES`), else `count`."""
+        overlaps = PLAIN_STORE_LANES < count <= OVERLAP_STORE_LANES and latest + OVERLAP_STORE_LANES <= self.positions
+        return OVERLAP_STORE_LANES if overlaps else count
+
     # --- one register tile: out[blocks x 16 channels (`channels` valid), positions] ---
 
-    def _tile(self, tile_name: str, blocks: int, channels: int, offsets: tuple[int, ...]) -> None:
+    def _tile(self, tile_name: str, blocks: int, channels: int, offsets: tuple[int, ...], stored: int) -> None:
         window = self.kernel_h * self.kernel_w
         block_stride = self.channels * window * VECTOR
         taps = taps_per_step(self.kernel_w, len(offsets))
@@ -350,12 +363,13 @@ class _Ukernel(LLVMText):
             for lane in range(min(VECTOR, channels - v * VECTOR)):
                 channel = v * VECTOR + lane
                 offset = channel * self.positions
-                result = epilogue.apply(columns[lane], channel, offset, len(offsets))
+                overlapping = stored > len(offsets)
+                result = epilogue.apply(columns[lane], channel, offset, stored, plain=overlapping)
                 pointer = self.pointer("%out", offset)
-                if len(offsets) <= PLAIN_STORE_LANES:
-                    self.lines += store_first(result, pointer, len(offsets))
+                if overlapping or stored <= PLAIN_STORE_LANES:
+                    self.lines += store_first(result, pointer, stored)
                 else:
-                    e(store(result, pointer, len(offsets)))
+                    e(store(result, pointer, stored))
         self.end()
 
     def _ahead(self, at: str) -> str:
@@ -386,9 +400,10 @@ class _Ukernel(LLVMText):
                 first_channel = self.value(f"mul i64 {first_block}, {VECTOR}")
                 out_o = self.pointer(out_n, self.value(f"mul i64 {first_channel}, {self.positions}"))
 
-                def tile(rows: str, start: int | str, count: int) -> None:
+                def tile(rows: str, start: int | str, count: int, latest: int) -> None:
                     """The tile of `count` positions from `start` past output row `rows`' first
-                    (a value `start`: a column of that row, the tile inside it)."""
+                    (a value `start`: a column of that row, the tile inside it), at position
+                    `latest` of its channels or before."""
                     row, column = divmod(start, self.out_w) if isinstance(start, int) else (0, start)
                     x_row = self.value(f"add i64 {self.value(f'mul i64 {rows}, {self.row}')}, {row * self.row}")
                     at = self.value(f"add i64 {self.value(f'mul i64 {rows}, {self.out_w}')}, {start}")
@@ -399,22 +414,26 @@ class _Ukernel(LLVMText):
                     if tile_epilogue.PREFETCH:
                         call_arguments += f", i64 {self._ahead(at)}"
                     offsets = self._offsets(start if isinstance(start, int) else 0, count)
-                    self.emit(f"  call void {self._tile_name(blocks, channels, offsets)}({call_arguments})")
+                    stored = self._stored_lanes(count, latest)
+                    self.emit(f"  call void {self._tile_name(blocks, channels, offsets, stored)}({call_arguments})")
+
+                full = self.positions // super_tile
+                last_super_tile = (full - 1) * super_tile
 
                 def super_tile_at(s: str) -> None:
                     rows = self.value(f"mul i64 {s}, {super_tile // self.out_w}")
                     if super_tile == self.out_w:  # tiles inside the row: one loop
-                        self.loop(self.out_w // size, lambda t: tile(rows, self.value(f"mul i64 {t}, {size}"), size))
+                        last = last_super_tile + self.out_w - size
+                        self.loop(self.out_w // size, lambda t: tile(rows, self.value(f"mul i64 {t}, {size}"), size, last))
                     else:
                         for start in range(0, super_tile, size):
-                            tile(rows, start, size)
+                            tile(rows, start, size, last_super_tile + start)
 
-                full = self.positions // super_tile
                 self.loop(full, super_tile_at)
                 rest = self.positions - full * super_tile
                 start = 0
                 for count in rest_tiles(rest, size):
-                    tile(str(full * super_tile // self.out_w), start, count)
+                    tile(str(full * super_tile // self.out_w), start, count, full * super_tile + start)
                     start += count
 
             tile_channels = BLOCKS * VECTOR

@@ -142,6 +142,17 @@ def store_first(vector: str, pointer: str, lanes: int) -> list[str]:
     ]
 
 
+def load_first(result: str, pointer: str, lanes: int) -> list[str]:
+    """Lines loading `lanes` floats at `pointer` into the first lanes of `result` (the others
+    zero) as a vector of `lanes` floats (`result.first`): a plain load, where AVX2's masked load
+    (`load`) is microcoded (Zen 1); all `lanes` floats must be inside the buffer."""
+    first = ", ".join(f"i32 {min(lane, lanes)}" for lane in range(VECTOR))
+    return [
+        f"  {result}.first = load <{lanes} x float>, ptr {pointer}, align 4",
+        f"  {result} = shufflevector <{lanes} x float> {result}.first, <{lanes} x float> zeroinitializer, <{VECTOR} x i32> <{first}>",
+    ]
+
+
 def load(result: str, pointer: str, lanes: int | Sequence[bool] = VECTOR, fill: str = "zeroinitializer") -> str:
     """Load floats at `pointer` into `result`: the first `lanes`, or the lanes where `lanes` is
     true (under a mask, the other lanes `fill`, a vector constant, when not all)."""

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from graphopt.lowering.convert_math_to_llvm import expand_sigmoid_f32
-from graphopt.lowering.llvm_text import VECTOR_TYPE, LLVMText, broadcast, host_has_avx512, load
+from graphopt.lowering.llvm_text import VECTOR_TYPE, LLVMText, broadcast, host_has_avx512, load, load_first
 
 Step = tuple[str, tuple[str, ...]]
 
@@ -196,15 +196,19 @@ class TileEpilogue:
         self.uniform: dict[tuple[int, str], str] = {}
         """Values computed once per channel: (channel, operand) -> vector."""
 
-    def apply(self, accumulator: str, channel: int, offset: int | str, lanes: int) -> str:
+    def apply(self, accumulator: str, channel: int, offset: int | str, lanes: int, plain: bool = False) -> str:
         """The epilogue of the vector `accumulator` of tile channel `channel`, stored `offset`
-        floats (a number or an i64 value) past the tile's out pointer with `lanes` valid lanes;
-        returns the vector to store."""
+        floats (a number or an i64 value) past the tile's out pointer with `lanes` valid lanes
+        (`plain`: the residual's `lanes` floats read as a plain vector, `load_first`, not under a
+        mask); returns the vector to store."""
         values = {ACCUMULATOR: accumulator}
         if self.residual is not None:
             pointer = self.text.pointer(self.residual, offset)
             values[RESIDUAL] = self.text.fresh()
-            self.text.emit(load(values[RESIDUAL], pointer, lanes))
+            if plain:
+                self.text.lines += load_first(values[RESIDUAL], pointer, lanes)
+            else:
+                self.text.emit(load(values[RESIDUAL], pointer, lanes))
         for index, (op, operands) in enumerate(self.steps):
             if index in self.varying:
                 arguments = [values.get(o) or self._uniform(channel, o) for o in operands]

@@ -409,3 +409,60 @@ def test_tiles_prefetch_the_next_line_of_their_channels_out_and_residual(monkeyp
     x = sample(x_shape, specials=False)
     x.reshape(-1)[[0, 20, 50]] = [np.nan, np.inf, -np.inf]
     check_compiled(module, x, sample((1, 20, 7, 9), seed=2), threads=threads)
+
+
+def stored_lanes(tile_text: str) -> tuple[int, int]:
+    """A tile function's positions (accumulators per block) and the floats it stores per channel:
+    the plain vector's size (`store_first`), else its positions (under a mask)."""
+    positions = len(re.findall(r"%acc\.0\.\d+ = phi", tile_text))
+    plain = set(re.findall(r"store <(\d+) x float>", tile_text))
+    assert len(plain) <= 1 and (not plain or "masked.store" not in tile_text)
+    return positions, int(plain.pop()) if plain else positions
+
+
+@pytest.mark.parametrize(
+    ("size", "kernel", "overlapping"),
+    [
+        # rows of 14: the loop's tiles of 6 and the rest's 6, 6, 6, 5 go on 8 positions or more, not the last 5
+        (14, 1, {(6, 8), (5, 8), (5, 5)}),
+        # 13 x 13: 2 super-tiles of 78, then 5 (8 stored), 4 and 4 (plain 4: PLAIN_STORE_LANES)
+        (13, 1, {(6, 8), (5, 8), (4, 4)}),
+        # 7 x 7: the super-tile of 42 (its last tile ends 7 before the row's end), then 4 and 3
+        (7, 3, {(6, 8), (4, 4), (3, 3)}),
+        # 6 x 6: a tile per row, the last row's in the same loop: all under the mask
+        (6, 1, {(6, 6)}),
+    ],
+)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_tiles_followed_in_their_rows_store_8_floats_plainly(monkeypatch, size, kernel, overlapping, threads):
+    """AVX2_TILE: tiles of 5 and 6 positions that later tiles of the call follow by 8 positions or
+    more in their channels' rows read the residual and store 8 floats, plain (the 2-3 past the tile
+    rewritten by the later tiles), the rows' last tiles under the mask; with OVERLAP_STORE_LANES 0
+    every tile of 5-6 under the mask. 2 images, 40 output channels (a partial block; at 2 threads
+    split by blocks of 16), bias, residual and relu in the tile, NaN and inf in x and the residual
+    (also past a tile's positions): the interpreter's results."""
+    names = ("BLOCKS", "POSITIONS", "FEWEST_POSITIONS", "MAX_UNROLLED_TILES", "ROW_REGISTERS", "MAX_ROW_TAP_TILES")
+    for attribute, value in zip(names, conv_lanes.AVX2_TILE, strict=True):
+        monkeypatch.setattr(conv_lanes, attribute, value)
+    monkeypatch.setattr(conv_lanes, "PLAIN_STORE_LANES", 4)
+    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    x_shape, out_shape = (2, 12, size, size), (2, 40, size, size)
+    g = GraphBuilder()
+    pad = kernel // 2
+    w = g.constant(sample((40, 12, kernel, kernel), seed=1, specials=False))
+    y = g.conv2d(g.input("x", x_shape), w, padding=(pad,) * 4)
+    biased = g.add(y, g.constant(sample((40, 1, 1), seed=3, specials=False)))
+    module = g.finish(g.relu(g.add(biased, g.input("r", out_shape))))
+    (call,) = lanes_calls(module)
+    x = sample(x_shape, specials=False)
+    x.reshape(-1)[[0, 20, 50]] = [np.nan, np.inf, -np.inf]
+    residual = sample(out_shape, seed=2, specials=False)
+    residual.reshape(-1)[[6, 7, 100, size * size - 1]] = [np.inf, np.nan, -np.inf, np.nan]
+    for lanes, expected in ((8, overlapping), (0, {(p, p) for p, _ in overlapping})):
+        monkeypatch.setattr(conv_lanes, "OVERLAP_STORE_LANES", lanes)
+        monkeypatch.setattr(jit, "_cache", {})
+        ukernel = conv_lanes.ukernel_ir(call.callee.string_value(), [a.type for a in call.arguments])
+        tiles = re.findall(r"define internal void @\S+\.tile\d+\(.*?\n}", ukernel, re.S)
+        assert {stored_lanes(text) for text in tiles} == expected
+        check_compiled(module, x, residual, threads=threads)
