@@ -17,7 +17,8 @@ per block and (tap, position) that reads it. After the last input channel each b
 transposed in registers (shufflevector), so that a vector holds one output channel's
 positions, contiguous in NCHW out; the tile epilogue (`tile_epilogue.py`) runs on those vectors
 and each is stored under a mask of P lanes (without AVX-512 and for P <= 4, as a vector of P
-floats: `PLAIN_STORE_LANES`). Loops (n, tile of channel blocks, super-tile of positions): a
+floats: `PLAIN_STORE_LANES`; for P of 5 to 8 followed in its rows by later tiles, as 8 floats that
+those tiles rewrite past P: `OVERLAP_STORE_LANES`). Loops (n, tile of channel blocks, super-tile of positions): a
 super-tile is lcm(P, OW) positions, whose tiles are unrolled with their row crossings
 known (one output row when P divides OW: a loop over its tiles), and the positions after the
 last super-tile are tiles of even sizes unrolled after the loop (`rest_tiles`).
