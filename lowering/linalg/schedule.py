@@ -51,12 +51,7 @@ CONV_GEMM_WIDTH = 8
 
 STEM_GEMM_TAPS = 3 * 3 * 3
 """Taps (input channels x window) up to which a conv of 64 or more output channels that
-`conv_lanes` does not take runs as the conv GEMM (`CpuSchedule.conv_gemm`): a stem; only on a
-CPU with AVX-512. Without it (2-core Zen 1, 2026-11-28, issue 17 "threads2") SqueezeNet's 3->64
-3x3/2 at 224 + bias + relu took 1.65-1.75 ms as the GEMM, 1.54-1.58 ms on the direct ukernel at
-1 thread; split in two chunks of 32 channels, each chunk of the GEMM copies the whole im2col
-buffer (27 x 12321 floats): the chunks run one after another took 1.05x the GEMM's whole time,
-the direct ukernel's 1.00x its own."""
+`conv_lanes` does not take runs as the conv GEMM (`CpuSchedule.conv_gemm`): a stem."""
 
 LANES_1X1_POSITIONS = frozenset({1, *range(7 * 7 + 1, 14 * 14 + 1)})
 """Output positions of the 1x1 convs that run as `conv_lanes` rather than the conv GEMM
@@ -258,8 +253,7 @@ class CpuSchedule(PlainSchedule):
           output channels, whose rows `conv_lanes` does not take (2026-11-25, + bias + relu):
           SqueezeNet's 3->64 3x3/2 at 224 (111 columns) 1.10x (250 -> 227 us), at 227 1.24x,
           3->96 3x3/2 at 200 1.19x; not with fewer output channels (3->24 at 56 0.97x, 3->16 at
-          111 0.65x) nor EfficientNet's 3->32 3x3/2 at 224 (0.97x); only with AVX-512 (see
-          STEM_GEMM_TAPS);
+          111 0.65x) nor EfficientNet's 3->32 3x3/2 at 224 (0.97x);
         - not the stems of more taps, on any CPU: without AVX-512 they ran as the GEMM while
           conv_lanes' and the direct ukernel's tiles spilled there (2026-11-27, "Stems");
           with those tiles sized for AVX2, conv_lanes and the direct ukernel run them faster
@@ -278,7 +272,7 @@ class CpuSchedule(PlainSchedule):
             return False
         if op.get("groups") > 1:
             return (kernel_h, kernel_w) == (1, 1)
-        stem = host_has_avx512() and in_channels * kernel_h * kernel_w <= STEM_GEMM_TAPS and out_channels >= 64
+        stem = in_channels * kernel_h * kernel_w <= STEM_GEMM_TAPS and out_channels >= 64
         return (kernel_h, kernel_w) == (1, 1) or shape_of(op.result)[3] <= CONV_GEMM_WIDTH or stem
 
     def depthwise_conv(self, op: graph.Conv2dOp) -> bool:
