@@ -99,10 +99,10 @@ def compile(
     module = module.clone()
     placing = RegistryPartitionPass(backends=tuple(backends), search=search if fuse else "greedy", measure=measure,
                                     cache=os.fspath(cost_cache or ""), threads=threads)
-    fusing = [CanonicalizePass(), CommonSubexpressionElimination(), *([FusePass()] if fuse else [])]
+    before_placing = [CanonicalizePass(), CommonSubexpressionElimination(), *([FusePass()] if fuse else [])]
     ctx = make_context()
-    pipeline = ",".join(str(graph_pass.pipeline_pass_spec()) for graph_pass in [*fusing, placing])
-    for graph_pass in fusing:
+    pipeline = ",".join(str(graph_pass.pipeline_pass_spec()) for graph_pass in [*before_placing, placing])
+    for graph_pass in before_placing:
         _apply(graph_pass, ctx, module)
     with _implementations_bound(_entry_function(module, entry), implementations or {}):
         _apply(placing, ctx, module)
