@@ -24,8 +24,7 @@ with ONNX Runtime, and their ratios.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
+import itertools
 from unittest import mock
 
 import numpy as np
@@ -39,24 +38,13 @@ from graphopt.runtime.executable import Frame
 from end_to_end import graphopt_runner, onnxruntime_runner
 from model_categories import ort_node_seconds, step_category
 from models import BACKENDS, load_model, model_inputs
-from timing import interleaved_medians
+from timing import interleaved_medians, median_seconds
 
 FLUSH_BYTES = 32 << 20
 """Read before each "cold" call: four times the L3 of a Zen 1 CCX."""
 STAGGER = 7 * 64
 """Bytes between the "moved" operands' starts modulo 4 KB: 64 distinct line offsets."""
 ORT_CONV_NODES = ("Conv", "FusedConv")
-
-
-def median_seconds(call, repeat: int, before=None) -> float:
-    samples = []
-    for _ in range(repeat):
-        if before is not None:
-            before()
-        start = time.perf_counter()
-        call()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def moved_frame(exe: graphopt.Executable, frame: Frame, step) -> tuple[Frame, list[np.ndarray]]:
@@ -152,7 +140,7 @@ def compare(name: str, top: int, repeat: int, match: str = "") -> None:
 def placed_buffers(offset_of_buffer):
     """A stand-in for the Executable's `aligned_empty(size, np.uint8, alignment=64)` of its
     buffers: the i-th starts offset_of_buffer(i) bytes past a page."""
-    count = iter(range(1 << 30))
+    count = itertools.count()
 
     def allocate(size: int, dtype, alignment: int) -> np.ndarray:
         start = offset_of_buffer(next(count))

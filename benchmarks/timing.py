@@ -16,11 +16,14 @@ BLOCK = 4
 """Timed calls of one side in a row (`interleaved_medians`)."""
 
 
-def median_seconds(function, repeat: int) -> float:
-    """Median wall time of `repeat` calls of `function`, after one warm-up call."""
+def median_seconds(function, repeat: int, before: Callable[[], object] | None = None) -> float:
+    """Median wall time of `repeat` calls of `function`, after one warm-up call; `before`, if
+    given, runs untimed before each timed call (e.g. reading a large array: operands cold)."""
     function()
     times = []
     for _ in range(repeat):
+        if before is not None:
+            before()
         start = time.perf_counter()
         function()
         times.append(time.perf_counter() - start)
