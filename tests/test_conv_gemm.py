@@ -40,13 +40,18 @@ CONVS = [
 ]
 
 
-def gemm_calls(module) -> list[str]:
+def gemm_call_ops(module) -> list[func.CallOp]:
+    """The calls of the GEMM ukernel in `module`'s kernels."""
     return [
-        op.callee.string_value()
+        op
         for kernel in kernels(module)
         for op in kernel.walk()
         if isinstance(op, func.CallOp) and op.callee.string_value().startswith(GEMM)
     ]
+
+
+def gemm_calls(module) -> list[str]:
+    return [call.callee.string_value() for call in gemm_call_ops(module)]
 
 
 def conv(x_shape, w_shape, strides=(1, 1), padding=(0, 0, 0, 0), dilations=(1, 1), groups=1, dtype="f32"):
@@ -234,8 +239,7 @@ def test_row_tiles_prefetch_the_next_tiles_out_and_residual_lines(monkeypatch, p
     monkeypatch.setattr(jit, "_cache", {})
     x_shape, w_shape = (1, 9, 13, 11), (20, 9, 1, 1)
     module = conv_block(x_shape, w_shape, epilogue="residual_relu")
-    (call,) = [op for kernel in kernels(module) for op in kernel.walk()
-               if isinstance(op, func.CallOp) and op.callee.string_value().startswith(GEMM)]
+    (call,) = gemm_call_ops(module)
     ir = packed_gemm.ukernel_ir(call.callee.string_value(), [a.type for a in call.arguments])
     if not prefetch:
         assert "llvm.prefetch" not in ir
@@ -268,8 +272,7 @@ def test_1x1_on_rows_of_b_sharing_l1_sets_matches_interpreter(monkeypatch, confl
     monkeypatch.setattr(jit, "_cache", {})
     x_shape, w_shape = (1, 150, 8, 8), (13, 150, 1, 1)
     module = conv_block(x_shape, w_shape, epilogue="residual_relu")
-    (call,) = [op for kernel in kernels(module) for op in kernel.walk()
-               if isinstance(op, func.CallOp) and op.callee.string_value().startswith(GEMM)]
+    (call,) = gemm_call_ops(module)
     types = [a.type for a in call.arguments]
     ir = packed_gemm.ukernel_ir(call.callee.string_value(), types)
     monkeypatch.setattr(packed_gemm, "CONFLICT_DEPTH", None if conflict_depth else 64)
