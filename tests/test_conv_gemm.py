@@ -54,6 +54,17 @@ def gemm_calls(module) -> list[str]:
     return [call.callee.string_value() for call in gemm_call_ops(module)]
 
 
+def residual_relu_gemm(monkeypatch, x_shape, w_shape):
+    """A conv + bias + residual + relu whose conv runs as the conv GEMM, with the kernel and JIT
+    caches off; and a function giving its GEMM ukernel's IR under the settings at the time of the call."""
+    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
+    monkeypatch.setattr(jit, "_cache", {})
+    module = conv_block(x_shape, w_shape, epilogue="residual_relu")
+    (call,) = gemm_call_ops(module)
+    name, types = call.callee.string_value(), [a.type for a in call.arguments]
+    return module, lambda: packed_gemm.ukernel_ir(name, types)
+
+
 def conv(x_shape, w_shape, strides=(1, 1), padding=(0, 0, 0, 0), dilations=(1, 1), groups=1, dtype="f32"):
     """@main(x) = conv2d(x, w), w a constant."""
     g = GraphBuilder()
@@ -235,12 +246,9 @@ def test_row_tiles_prefetch_the_next_tiles_out_and_residual_lines(monkeypatch, p
     and 2 threads."""
     monkeypatch.setattr(tile_epilogue, "PREFETCH", prefetch)
     monkeypatch.setattr(packed_gemm, "PREFETCH_B", prefetch)
-    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
-    monkeypatch.setattr(jit, "_cache", {})
-    x_shape, w_shape = (1, 9, 13, 11), (20, 9, 1, 1)
-    module = conv_block(x_shape, w_shape, epilogue="residual_relu")
-    (call,) = gemm_call_ops(module)
-    ir = packed_gemm.ukernel_ir(call.callee.string_value(), [a.type for a in call.arguments])
+    x_shape = (1, 9, 13, 11)
+    module, ukernel_ir = residual_relu_gemm(monkeypatch, x_shape, (20, 9, 1, 1))
+    ir = ukernel_ir()
     if not prefetch:
         assert "llvm.prefetch" not in ir
     else:
@@ -268,14 +276,10 @@ def test_1x1_on_rows_of_b_sharing_l1_sets_matches_interpreter(monkeypatch, confl
     interpreter with NaN and inf in x and the residual, 1 and 2 threads (chunks of output
     channels); the ukernel differs from the one of DEPTH-step blocks."""
     monkeypatch.setattr(packed_gemm, "CONFLICT_DEPTH", conflict_depth)
-    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
-    monkeypatch.setattr(jit, "_cache", {})
-    x_shape, w_shape = (1, 150, 8, 8), (13, 150, 1, 1)
-    module = conv_block(x_shape, w_shape, epilogue="residual_relu")
-    (call,) = gemm_call_ops(module)
-    types = [a.type for a in call.arguments]
-    ir = packed_gemm.ukernel_ir(call.callee.string_value(), types)
+    x_shape = (1, 150, 8, 8)
+    module, ukernel_ir = residual_relu_gemm(monkeypatch, x_shape, (13, 150, 1, 1))
+    ir = ukernel_ir()
     monkeypatch.setattr(packed_gemm, "CONFLICT_DEPTH", None if conflict_depth else 64)
-    assert packed_gemm.ukernel_ir(call.callee.string_value(), types) != ir
+    assert ukernel_ir() != ir
     monkeypatch.setattr(packed_gemm, "CONFLICT_DEPTH", conflict_depth)
     check_compiled(monkeypatch, module, sample(x_shape), sample((1, 13, 8, 8), seed=4), threads=threads)
