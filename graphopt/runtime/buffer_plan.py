@@ -16,6 +16,11 @@ and the concat step has nothing left to do (the Executable does not run it):
 
     %a = conv ...; %b = conv ...; %y = graph.concat %a, %b {axis = 1}   (shapes 1x64x55x55 each)
     buffer_of[%a] == buffer_of[%b] == buffer_of[%y]; offset_of[%b] == 64 * 55 * 55 * 4
+
+Concats in place nest: an input that is itself such a concat's result is a slice of the outer
+result, and so are its inputs (a DenseNet block, `%c2 = concat(%c1, %a2)` after `%c1 =
+concat(%x, %a1)`, is one buffer from `%x` on, each layer writing its slice). A buffer is free
+again once the last step reading any value planned in it has run.
 """
 
 from __future__ import annotations
@@ -56,15 +61,15 @@ def plan_buffers(steps: Sequence[PlannedStep], unplanned: Set[SSAValue], in_plac
     """A buffer for every value the steps produce, except those in `unplanned` (the caller gives
     them memory of their own: results, values copied out), reused by liveness; the concats at
     the indices `in_place` (from `in_place_concats`) get their inputs as slices of their result."""
-    last_use: dict[SSAValue, int] = {}
+    slice_of = _slices(steps, in_place)
+
+    def whole(value: SSAValue) -> SSAValue:
+        return slice_of.get(value, (value, 0))[0]
+
+    last_use: dict[SSAValue, int] = {}  # per value not a slice: the last step reading it or a slice of it
     for index, step in enumerate(steps):
         for value in step.inputs:
-            last_use[value] = index
-    slice_of: dict[SSAValue, tuple[SSAValue, int]] = {}  # a concat's input: (its result, byte offset)
-    for index in in_place:
-        (result,), offset = steps[index].outputs, 0
-        for value in steps[index].inputs:
-            slice_of[value], offset = (result, offset), offset + value_nbytes(value)
+            last_use[whole(value)] = index
     free: list[int] = []
     sizes: list[int] = []
     buffer_of: dict[SSAValue, int] = {}
@@ -73,9 +78,9 @@ def plan_buffers(steps: Sequence[PlannedStep], unplanned: Set[SSAValue], in_plac
         for value in step.outputs:
             if value in unplanned or value in buffer_of:  # an in-place concat's result: taken already
                 continue
-            whole, offset = slice_of.get(value, (value, 0))
-            if whole not in buffer_of:
-                size = value_nbytes(whole)
+            outer, offset = slice_of.get(value, (value, 0))
+            if outer not in buffer_of:
+                size = value_nbytes(outer)
                 fitting = [b for b in free if sizes[b] >= size]
                 if fitting:
                     buffer = min(fitting, key=sizes.__getitem__)
@@ -83,27 +88,37 @@ def plan_buffers(steps: Sequence[PlannedStep], unplanned: Set[SSAValue], in_plac
                 else:
                     buffer = len(sizes)
                     sizes.append(size)
-                buffer_of[whole] = buffer
-            buffer_of[value] = buffer_of[whole]
-            if value is not whole:
+                buffer_of[outer] = buffer
+            buffer_of[value] = buffer_of[outer]
+            if value is not outer:
                 offset_of[value] = offset
-        for value in step.inputs:
-            if last_use.get(value) == index and value in buffer_of and value not in step.outputs and value not in slice_of:
+        for value in dict.fromkeys(map(whole, step.inputs)):
+            if last_use[value] == index and value in buffer_of and value not in step.outputs:
                 free.append(buffer_of[value])
     return BufferPlan(sizes, buffer_of, offset_of)
+
+
+def _slices(steps: Sequence[PlannedStep], in_place: Set[int]) -> dict[SSAValue, tuple[SSAValue, int]]:
+    """Each input of the concats at the indices `in_place`: the outermost in-place concat result
+    it is a slice of, and its byte offset there."""
+    slice_of: dict[SSAValue, tuple[SSAValue, int]] = {}
+    for index in sorted(in_place, reverse=True):  # an outer concat comes after the concats it holds
+        (result,) = steps[index].outputs
+        outer, offset = slice_of.get(result, (result, 0))
+        for value in steps[index].inputs:
+            slice_of[value], offset = (outer, offset), offset + value_nbytes(value)
+    return slice_of
 
 
 def in_place_concats(steps: Sequence[PlannedStep], unplanned: Set[SSAValue]) -> set[int]:
     """The indices of the steps that are a concat `plan_buffers` can plan in place: every dim
     before its axis 1 (each input a contiguous slice of the result), each input produced by an
-    earlier step that is not such a concat, read by this concat alone, once, and starting at a
-    multiple of ALIGNMENT bytes (kernels get aligned arguments); nothing of it in `unplanned`."""
+    earlier step (an in-place concat too), listed once in this concat and in no other in-place
+    concat (other steps may read it), and starting at a multiple of ALIGNMENT bytes (kernels get
+    aligned arguments); nothing of it in `unplanned`."""
     producer = {value: index for index, step in enumerate(steps) for value in step.outputs}
-    readers: dict[SSAValue, int] = {}
-    for step in steps:
-        for value in step.inputs:
-            readers[value] = readers.get(value, 0) + 1
     found: set[int] = set()
+    sliced: set[SSAValue] = set()
     for index, step in enumerate(steps):
         concat = _lone_concat(step.op)
         if concat is None or any(v in unplanned for v in (*step.inputs, *step.outputs)):
@@ -114,9 +129,11 @@ def in_place_concats(steps: Sequence[PlannedStep], unplanned: Set[SSAValue]) -> 
         if (
             all(size == 1 for size in shape[:axis])
             and all(offset % ALIGNMENT == 0 for offset in offsets)
-            and all(readers[v] == 1 and producer.get(v, index) < index and producer[v] not in found for v in step.inputs)
+            and len(set(step.inputs)) == len(step.inputs)
+            and all(producer.get(v, index) < index and v not in sliced for v in step.inputs)
         ):
             found.add(index)
+            sliced.update(step.inputs)
     return found
 
 
