@@ -40,7 +40,8 @@ import numpy as np
 from graphopt.runtime.jit import native_module
 
 SPIN_ROUNDS = 1 << 10
-"""Pauses a worker spins for a next job before it sleeps (about 30 us on this machine's Zen 4).
+"""Pauses a worker spins for a next job before it sleeps: about 30 us on a Zen 4 host, 10-20 us on
+Zen 1, whose `pause` is shorter (docs/cpu-codegen.md, "SqueezeNet on two threads").
 It was 2^14 (0.45 ms) until 2026-11-25: with the GPT-2 block's 15 steps split in two, the
 worker then spun through the whole call, and with another process on its core the OS took the
 core away from it mid-chunk for milliseconds (median 2 threads 4.0-4.3 ms against 1.1 ms at
