@@ -30,10 +30,13 @@ def median_seconds(function, repeat: int, before: Callable[[], object] | None = 
     return statistics.median(times)
 
 
-def interleaved_medians(calls: dict[str, Callable[[], object]], seconds: float, rounds: int = 1) -> dict[str, float]:
+def interleaved_medians(calls: dict[str, Callable[[], object]], seconds: float, rounds: int = 1,
+                        clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
     """Median seconds of each call, the calls timed in alternating blocks of BLOCK for `seconds`
     and at least `rounds` blocks each: every side sees the same noise, and each block starts
-    after an untimed call that warms the caches the previous side filled with its own data."""
+    after an untimed call that warms the caches the previous side filled with its own data.
+    `clock`: wall time, or `time.thread_time` for calls that run on the calling thread alone (the
+    CPU time it got: on a shared machine, without the time other processes held its core)."""
     times: dict[str, list[float]] = {side: [] for side in calls}
     start = time.perf_counter()
     done = 0
@@ -42,9 +45,9 @@ def interleaved_medians(calls: dict[str, Callable[[], object]], seconds: float, 
         for side, call in calls.items():
             call()
             for _ in range(BLOCK):
-                begin = time.perf_counter()
+                begin = clock()
                 call()
-                times[side].append(time.perf_counter() - begin)
+                times[side].append(clock() - begin)
     return {side: statistics.median(samples) for side, samples in times.items()}
 
 
