@@ -49,6 +49,11 @@ one column (n of 49, a 7x7 output: 3 vectors and one lane) computes that column 
 product along k per row, 16 steps of k at a time (b's column gathered), rather than an FMA per
 row and k step for one useful product: the 7x7 convs of ResNet-50 ran 213-221 GFLOP/s against
 195-199 (benchmarks/conv_gemm.py).
+
+A chunk of a conv's output positions (`row_split.position_split`, since 2026-11-28) calls the
+row-major ukernel for its columns (`columns_chunk_name`: the whole call's name, then `_n<columns>`)
+on b, the residual and out from its first column, whole in type: their rows stay the whole n
+floats apart (`_Ukernel`'s b_stride and out_stride).
 """
 
 from __future__ import annotations
@@ -106,6 +111,8 @@ about 12 accumulators whose FMAs do not wait on each other (one row of one panel
 waiting on the last)."""
 PREFIX = "graphopt_sgemm_packed"
 ROW_MAJOR_PREFIX = "graphopt_sgemm_rowmajor"
+COLUMNS_MARK = "_n"
+"""Ends the name of a row-major-b ukernel called for some of its columns (`columns_chunk_name`)."""
 PANELS, ROW_MAJOR = "panels", "row-major"
 """The layouts of b: packed panels (`pack_panels`), or row-major k x n."""
 
@@ -155,6 +162,19 @@ def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
     return row_major_name(types, _epilogue(name_)) if name_.startswith(f"{ROW_MAJOR_PREFIX}_") else name(types)
 
 
+def columns_chunk_name(name_: str, columns: int) -> str:
+    """The name of the row-major-b ukernel `name_` called for `columns` of its columns (a chunk of
+    output positions: `row_split.position_split`), on its operands whole in type from the chunk's
+    first column: `name_` then `_n<columns>`; b's and out's rows stay their whole n floats apart."""
+    return f"{name_}{COLUMNS_MARK}{columns}"
+
+
+def _columns(name_: str) -> int | None:
+    """The columns of a `columns_chunk_name`, None for a whole call's name."""
+    match = re.search(rf"{COLUMNS_MARK}([0-9]+)$", name_)
+    return int(match[1]) if match else None
+
+
 def _epilogue(name_: str) -> tuple[tile_epilogue.Step, ...]:
     """The epilogue steps in a row-major-b ukernel's name."""
     match = re.match(rf"{ROW_MAJOR_PREFIX}_e([a-zA-Z0-9.]+)_", name_)
@@ -173,8 +193,8 @@ def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
         a_shape = a_type.get_shape()
         k, n = math.prod(a_shape[1:]), math.prod(out_type.get_shape()[2:])
         groups = math.prod(b_type.get_shape()[1:]) // (k * n)
-        sizes = (out_type.get_shape()[0], a_shape[0] // groups, k, n)
-        return _Ukernel(name_, ROW_MAJOR, *sizes, _epilogue(name_), groups=groups).text()
+        sizes = (out_type.get_shape()[0], a_shape[0] // groups, k, _columns(name_) or n)
+        return _Ukernel(name_, ROW_MAJOR, *sizes, _epilogue(name_), out_stride=n, groups=groups, b_stride=n).text()
     a_type, _, out_type = types
     return strided_ukernel_ir(name_, math.prod(a_type.get_shape()[:-1]), a_type.get_shape()[-1], out_type.get_shape()[-1])
 
@@ -186,20 +206,22 @@ def strided_ukernel_ir(name_: str, rows: int, k: int, n: int, a_stride: int | No
 
 
 class _Ukernel(LLVMText):
-    """The ukernel's IR. a's rows lie `a_stride` floats apart (k: contiguous) and out's rows
-    `out_stride` floats apart (n), so that a and out may be strided views (`matrix_ir`). With
+    """The ukernel's IR. a's rows lie `a_stride` floats apart (k: contiguous), out's rows
+    `out_stride` floats apart (n), so that a and out may be strided views (`matrix_ir`), and
+    row-major b's rows `b_stride` floats apart (n; more for a chunk of b's columns). With
     `groups` (row-major b: a grouped conv), each image runs one GEMM per group g on `rows` rows:
     out[g rows..] = a[g rows..] @ b[g], b's groups k x n floats apart."""
 
     def __init__(
         self, name: str, layout: str, images: int, rows: int, k: int, n: int, epilogue: Sequence[tile_epilogue.Step] = (),
-        a_stride: int | None = None, out_stride: int | None = None, groups: int = 1,
+        a_stride: int | None = None, out_stride: int | None = None, groups: int = 1, b_stride: int | None = None,
     ):
         super().__init__()
         self.name, self.layout, self.images, self.rows, self.k, self.n = name, layout, images, rows, k, n
         self.groups = groups
         self.epilogue = tuple(epilogue)
         self.a_stride, self.out_stride = a_stride or k, out_stride or n
+        self.b_stride = b_stride or n
 
     def text(self) -> str:
         if self._prefetches() or self._prefetches_b():
@@ -225,7 +247,7 @@ class _Ukernel(LLVMText):
         result, else the partial sums."""
         vectors = -(-columns // VECTOR)
         row_major = self.layout == ROW_MAJOR
-        stride = self.n if row_major else min(vectors * VECTOR, PANEL)  # floats per k step of b
+        stride = self.b_stride if row_major else min(vectors * VECTOR, PANEL)  # floats per k step of b
 
         def b_offset(v: int) -> int:
             """Vector v's offset in b's k step: past PANEL columns, in the next panel (k x PANEL floats on)."""
@@ -329,7 +351,7 @@ class _Ukernel(LLVMText):
         self.lines += splat("%j.left", "%j.left.scalar") + splat("%j.all", "%j")
         e(f"  %j.valid = icmp ult <16 x i64> {lane_indices}, %j.left")
         e(f"  %j.steps = add <16 x i64> %j.all, {lane_indices}")
-        e(f"  %b.rows = mul <16 x i64> %j.steps, splat (i64 {self.n})")
+        e(f"  %b.rows = mul <16 x i64> %j.steps, splat (i64 {self.b_stride})")
         e(f"  %b.column = getelementptr float, ptr %b, i64 {v * VECTOR}")
         e("  %b.column.ptrs = getelementptr float, ptr %b.column, <16 x i64> %b.rows")
         e(f"  %b.column.values = call {VECTOR_TYPE} @llvm.masked.gather.v16f32.v16p0(<16 x ptr> %b.column.ptrs, i32 4, "
@@ -362,8 +384,8 @@ class _Ukernel(LLVMText):
         blocks = -(-self.k // depth)
 
         def image(i: str) -> None:
-            b_i = self.pointer("%b", self.value(f"mul i64 {i}, {self.groups * self.k * self.n}"))
-            out_i = self.pointer("%out", self.value(f"mul i64 {i}, {self.groups * self.rows * self.n}"))
+            b_i = self.pointer("%b", self.value(f"mul i64 {i}, {self.groups * self.k * self.b_stride}"))
+            out_i = self.pointer("%out", self.value(f"mul i64 {i}, {self.groups * self.rows * self.out_stride}"))
             if self.groups == 1:
                 self.loop(blocks, lambda kb: k_block(kb, "%a", b_i, out_i, "0"))
             else:
@@ -372,8 +394,8 @@ class _Ukernel(LLVMText):
         def group(g: str, b_i: str, out_i: str) -> None:
             channel = self.value(f"mul i64 {g}, {self.rows}")
             a_g = self.pointer("%a", self.value(f"mul i64 {channel}, {self.k}"))
-            b_g = self.pointer(b_i, self.value(f"mul i64 {g}, {self.k * self.n}"))
-            out_g = self.pointer(out_i, self.value(f"mul i64 {channel}, {self.n}"))
+            b_g = self.pointer(b_i, self.value(f"mul i64 {g}, {self.k * self.b_stride}"))
+            out_g = self.pointer(out_i, self.value(f"mul i64 {channel}, {self.out_stride}"))
             self.loop(blocks, lambda kb: k_block(kb, a_g, b_g, out_g, channel))
 
         def k_block(kb: str, a: str, b_i: str, out_i: str, channel: str) -> None:
@@ -432,7 +454,7 @@ class _Ukernel(LLVMText):
         """A pointer to b's columns from `column` (a multiple of PANEL) at row k0: in a packed
         panel (of `width` floats a row), or in row-major b."""
         if self.layout == ROW_MAJOR:
-            return self.pointer(b, self.value(f"add i64 {self.value(f'mul i64 {k0}, {self.n}')}, {column}"))
+            return self.pointer(b, self.value(f"add i64 {self.value(f'mul i64 {k0}, {self.b_stride}')}, {column}"))
         start = self.value(f"mul i64 {column}, {self.k}")
         return self.pointer(b, self.value(f"add i64 {start}, {self.value(f'mul i64 {k0}, {width}')}"))
 
@@ -442,8 +464,8 @@ class _Ukernel(LLVMText):
         L1 sets its rows map to, else DEPTH."""
         if self._panel_group() > 1:
             return self.k
-        if CONFLICT_DEPTH and self.layout == ROW_MAJOR and self.n % LINE_FLOATS == 0:
-            sets = L1_SETS // math.gcd(self.n // LINE_FLOATS, L1_SETS)
+        if CONFLICT_DEPTH and self.layout == ROW_MAJOR and self.b_stride % LINE_FLOATS == 0:
+            sets = L1_SETS // math.gcd(self.b_stride // LINE_FLOATS, L1_SETS)
             if sets * L1_WAYS < DEPTH:
                 return CONFLICT_DEPTH
         return DEPTH

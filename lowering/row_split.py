@@ -52,7 +52,7 @@ from xdsl.dialects.linalg.ops import GenericOp, IndexOp
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr
 
-from graphopt.lowering import ukernels
+from graphopt.lowering import packed_gemm, ukernels
 
 
 CHUNK_ALIGNMENT = 16
@@ -83,6 +83,9 @@ class RowSplit:
     ragged: bool = False
     """The data operand of a split by channels holds more units than the split (its last block
     padded): the last chunk takes the rest of every sliced argument."""
+    columns: bool = False
+    """The units are the columns of the conv GEMM's b and out (`position_split`): a chunk calls
+    the ukernel for its columns."""
 
 
 def row_split(kernel: func.FuncOp) -> RowSplit | None:
@@ -285,6 +288,34 @@ def channel_split(kernel: func.FuncOp) -> RowSplit | None:
     return RowSplit(units, row_bytes, granule, frozenset(v for v in sliced if v not in args), ragged=ragged)
 
 
+def position_split(kernel: func.FuncOp) -> RowSplit | None:
+    """How `kernel`, a call of the conv GEMM on one image and nothing else (a 1x1 of stride 1,
+    whose b is x itself), can run by blocks of its output positions (`ukernels.position_units`:
+    few output channels), or None when it cannot. A position is a column of x, of the residual
+    and of out: a chunk gets them from its first position, whole in type (strided: their rows
+    stay a whole row of positions apart), and w and the per-channel values whole. Chunks start
+    at multiples of `packed_gemm.PANEL` positions, the last taking the rest.
+
+        func.func @k(%x: memref<1x128x55x55xf32>, %w: memref<16x128x1x1xf32>, %out: memref<1x16x55x55xf32>)
+          ->  1520 positions:
+        func.func @k_rows1520(%x: memref<1x128x55x55xf32>, %w: memref<16x128x1x1xf32>, %out: memref<1x16x55x55xf32>)
+          calling @graphopt_sgemm_rowmajor_1x128x55x55_16x128x1x1_1x16x55x55_n1520
+    """
+    block = kernel.body.block
+    ops = [op for op in block.ops if not isinstance(op, func.ReturnOp)]
+    if len(ops) != 1 or not isinstance(ops[0], func.CallOp):
+        return None
+    positions = ukernels.position_units(ops[0])
+    parts = ukernels.operands(ops[0])
+    strided = {parts.first, *parts.like_out}
+    args = list(block.args)
+    if positions is None or not strided <= set(args):
+        return None
+    row_bytes = tuple(a.type.element_type.compile_time_size if a in strided else 0 for a in args)
+    granule = math.lcm(packed_gemm.PANEL, *(CHUNK_ALIGNMENT // math.gcd(b, CHUNK_ALIGNMENT) for b in row_bytes))
+    return RowSplit(positions, row_bytes, granule, frozenset(), frozenset(strided), columns=True)
+
+
 def _channel_slices(call: func.CallOp, first_sliced: bool) -> tuple[set[SSAValue], set[SSAValue]]:
     """The operands of a convolution ukernel call (`ukernels.operands`) that a chunk of its
     output channels slices (out, the epilogue's operands, the weights, and the first operand
@@ -345,7 +376,7 @@ def row_chunk_kernel(kernel: func.FuncOp, split: RowSplit, rows: int, name: str,
             new_op = memref.AllocOp.get(chunk_type.element_type, shape=chunk_type.get_shape())
             mapping[op.memref] = new_op.memref
         elif isinstance(op, func.CallOp):
-            new_op = ukernels.chunk_call(op, [mapping.get(v, v) for v in op.arguments])
+            new_op = ukernels.chunk_call(op, [mapping.get(v, v) for v in op.arguments], rows if split.columns else None)
         else:
             new_op = op.clone(value_mapper=mapping)
         block.add_op(new_op)

@@ -40,7 +40,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from graphopt.lowering import ukernels
 from graphopt.lowering.pipelines import PARALLEL_MIN_WORK
-from graphopt.lowering.row_split import RowSplit, channel_split, row_chunk_kernel, row_split
+from graphopt.lowering.row_split import RowSplit, channel_split, position_split, row_chunk_kernel, row_split
 from graphopt.lowering.share_kernel_code import ALIASES_ATTR
 
 WORK_ATTR = "graph.work"
@@ -101,9 +101,12 @@ class SplitRowsPass(ModulePass):
 
 def chunk_split(kernel: func.FuncOp) -> RowSplit | None:
     """How split-rows cuts `kernel` into chunks: by rows, or, a convolution of one image (one
-    row), by output channels; None when it cannot."""
+    row), by output positions where it has few output channels (`position_split`), else by
+    output channels; None when it cannot."""
     split = row_split(kernel)
-    return channel_split(kernel) if split is None or split.rows == 1 else split
+    if split is not None and split.rows > 1:
+        return split
+    return position_split(kernel) or channel_split(kernel)
 
 
 def row_chunks(kernel: func.FuncOp) -> tuple[list[tuple[str, int]], tuple[int, ...]]:

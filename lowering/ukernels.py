@@ -30,6 +30,7 @@ chunk's channels of the epilogue's per-channel values and residual.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -58,9 +59,13 @@ def call(name: str, operands: Sequence[SSAValue]) -> func.CallOp:
     return func.CallOp(name, operands, [])
 
 
-def chunk_call(ukernel_call: func.CallOp, operands: Sequence[SSAValue]) -> func.CallOp:
-    """`ukernel_call` on `operands` of other sizes (a row chunk's), calling the ukernel for them."""
+def chunk_call(ukernel_call: func.CallOp, operands: Sequence[SSAValue], columns: int | None = None) -> func.CallOp:
+    """`ukernel_call` on `operands` of other sizes (a row chunk's), calling the ukernel for them;
+    with `columns`, the conv GEMM's call for a chunk of its columns (`position_units`), on
+    operands whole in type."""
     name = ukernel_call.callee.string_value()
+    if columns is not None:
+        return call(packed_gemm.columns_chunk_name(name, columns), operands)
     return call(_kind(name).chunk_name(name, [v.type for v in operands]), operands)
 
 
@@ -125,6 +130,47 @@ def rows(ukernel_call: func.CallOp) -> int:
     if name.startswith(f"{packed_gemm.PREFIX}_"):
         return next((extent for extent in shape[:-1] if extent > 1), 1)
     return shape[0]
+
+
+POSITION_SPLIT_CHANNELS = 16
+"""Output channels up to which the conv GEMM on one image splits by output positions rather
+than by output channels (`position_units`); 0: never."""
+POSITION_SPLIT_PANELS = 8
+"""Panels of columns (`packed_gemm.PANEL` each) from which it does."""
+POSITION_SPLIT_MAX_POSITIONS = 56 * 56
+"""Output positions up to which it does: MobileNet-v2's 32->16 at 112x112 ran 0.89x alone by
+positions, but the whole model 1.06-1.07x slower at 2 threads with both cores free (1.00-1.01x
+with one taken); not explained."""
+
+
+def position_units(ukernel_call: func.CallOp) -> int | None:
+    """The output positions (columns of b and out) by which the conv GEMM's call on one image of
+    one group splits, or None where it splits by output channels (`channel_units`): convs of at
+    most POSITION_SPLIT_CHANNELS output channels, from POSITION_SPLIT_PANELS panels of positions
+    to POSITION_SPLIT_MAX_POSITIONS (SqueezeNet's squeeze 1x1s at 55x55, Inception-v1's 192->16 at 27).
+
+    A chunk of output channels reads all of b (x: k x n floats, 1.5 MB for 128->16 at 55x55) for
+    a few rows of out, in register tiles of `packed_gemm.ROWS` rows (8 channels a chunk: tiles
+    of 6 and 2), each float of x used for 8 FMAs; a chunk of positions reads half of x and all
+    of w (16 x 128 floats), each float of x used for 16. x, the residual and out are passed from
+    the chunk's first column (`row_split.position_split`). Measured on 2026-11-28 (2-core EPYC
+    znver1, AVX2, conv + bias + relu alone, 2 threads, both splits compiled in one process and
+    interleaved with ONNX Runtime, load 2-3), positions / channels time: 16 output channels
+    0.84-0.88x (128->16 at 55, 460 against 547 us), 0.85x (64->16 at 55), 0.81x (96->16 at 55),
+    0.89x (32->16 at 112), 0.82x (128->12 at 55); 24 and 32 channels gain nothing (144->24 at
+    56 1.01x, 96->24 0.96x, 192->32 at 28 0.97x, 128->32 at 27 1.03-1.05x, 256->32 at 27
+    1.00-1.08x): 16 rows a chunk already use each float of x 16 times.
+    """
+    name = ukernel_call.callee.string_value()
+    if not name.startswith(f"{packed_gemm.ROW_MAJOR_PREFIX}_"):
+        return None
+    parts = operands(ukernel_call)
+    inputs, weights, out = (v.type.get_shape() for v in (parts.first, parts.data, parts.like_out[-1]))
+    positions = math.prod(out[2:])
+    one_group = inputs[1] == weights[1] and math.prod(inputs[2:]) == positions  # b is x itself: a 1x1 of stride 1
+    few_channels = out[1] <= POSITION_SPLIT_CHANNELS
+    enough_positions = POSITION_SPLIT_PANELS * packed_gemm.PANEL <= positions <= POSITION_SPLIT_MAX_POSITIONS
+    return positions if inputs[0] == 1 and one_group and few_channels and enough_positions else None
 
 
 class ChannelUnits(NamedTuple):

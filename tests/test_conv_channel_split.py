@@ -1,4 +1,5 @@
 """Convolutions of one image on two threads: chunks of output channels (`row_split.channel_split`),
+or of output positions for few-channel 1x1s run as the GEMM (`row_split.position_split`),
 against the interpreter; batches of several images keep their chunks of images."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from xdsl.dialects import func
 import graphopt
 from graphopt.backends import cpu
 from graphopt.builder import GraphBuilder
-from graphopt.lowering import direct_conv
+from graphopt.lowering import direct_conv, packed_gemm, ukernels
 from graphopt.lowering.linalg.schedule import CpuSchedule
 from graphopt.lowering.pipelines import CPU
 
@@ -171,3 +172,63 @@ def test_lanes_convs_split_by_blocks_and_the_last_takes_the_padded_block(monkeyp
     (step,) = executable.steps
     assert [name.removeprefix(step.name) for name, _ in step.kernel.chunks] == names
     assert all(callee.startswith("graphopt_sconv_lanes_") for callee in calls.values())
+
+
+@pytest.mark.parametrize("epilogue", ["bias_relu", "residual_relu"])
+@pytest.mark.parametrize("height, width", [(55, 55), (13, 13), (7, 7)])
+@pytest.mark.parametrize("batch", [1, 2])
+def test_few_channel_gemms_split_by_positions(monkeypatch, batch, height, width, epilogue):
+    """A 1x1 of 16 output channels run as the GEMM (any count of positions: POSITION_SPLIT_PANELS
+    1) splits one image by output positions: chunks from multiples of packed_gemm.PANEL, the
+    last taking the rest (55 x 55 = 3025: 1520 + 1505; 7 x 7 = 49: 32 + 17, its last column a
+    dot product, with 16 columns a panel), each on all 16 channels of its columns, NaN and inf
+    in both chunks' columns; two images split by images, or not at all."""
+    monkeypatch.setattr(CpuSchedule, "lanes_conv", lambda self, op: False)
+    monkeypatch.setattr(CpuSchedule, "conv_gemm", lambda self, op: True)
+    monkeypatch.setattr(ukernels, "POSITION_SPLIT_PANELS", 1)
+    x_shape = (batch, 9, height, width)
+    module = conv_block(x_shape, (16, 9, 1, 1), epilogue=epilogue)
+    x = sample(x_shape)  # NaN and inf in the first positions
+    x[:, 1, -1, -3:] = [np.inf, np.nan, -np.inf]  # and in the last
+    arrays = [x] + ([sample((batch, 16, height, width), seed=4)] if epilogue == "residual_relu" else [])
+    executable, calls = compiled_calls(monkeypatch, module, *arrays)
+    (step,) = executable.steps
+    positions = height * width
+    per_chunk = -(-positions // (2 * packed_gemm.PANEL)) * packed_gemm.PANEL
+    chunk_calls = [callee for name, callee in calls.items() if "_rows" in name]
+    if batch == 2:  # by images where they are 16-byte multiples (7 x 7 x 9 floats are not), whole calls
+        assert [begin for _, begin in step.kernel.chunks] == ([] if positions * 9 % 4 else [0, 1])
+        assert not any(packed_gemm.COLUMNS_MARK in callee for callee in calls.values())
+    elif per_chunk < positions:
+        assert [begin for _, begin in step.kernel.chunks] == [0, per_chunk]
+        assert sorted(int(callee.rsplit(packed_gemm.COLUMNS_MARK, 1)[1]) for callee in chunk_calls) == sorted(
+            {per_chunk, positions - per_chunk}
+        )
+    else:  # one panel of 64 columns (AVX-512) holds all 49 positions: by output channels
+        assert [begin for _, begin in step.kernel.chunks] == [0, 8]
+
+
+@pytest.mark.parametrize(
+    "w_shape, x_shape, groups, second_begin",
+    [
+        ((16, 128, 1, 1), (1, 128, 55, 55), 1, "positions"),  # SqueezeNet's squeeze 1x1 at 55
+        ((16, 9, 1, 1), (1, 9, 10, 10), 1, 8),  # 100 positions: fewer than POSITION_SPLIT_PANELS panels
+        ((24, 128, 1, 1), (1, 128, 55, 55), 1, 12),  # 24 output channels: by channels
+        ((16, 32, 1, 1), (1, 32, 112, 112), 1, 8),  # more than POSITION_SPLIT_MAX_POSITIONS
+        ((16, 8, 1, 1), (1, 16, 55, 55), 2, 1),  # grouped: by groups
+        ((16, 3, 3, 3), (1, 3, 34, 34), 1, 8),  # 3x3 (b an im2col copy): by channels
+    ],
+)
+def test_the_rule_splits_few_channel_one_by_ones_by_positions(monkeypatch, w_shape, x_shape, groups, second_begin):
+    """`ukernels.position_units`: 1x1s of at most POSITION_SPLIT_CHANNELS output channels, of one
+    group, from POSITION_SPLIT_PANELS panels of positions to POSITION_SPLIT_MAX_POSITIONS split by
+    positions; the others by channels (or groups)."""
+    monkeypatch.setattr(CpuSchedule, "lanes_conv", lambda self, op: False)
+    monkeypatch.setattr(CpuSchedule, "conv_gemm", lambda self, op: True)
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    module = conv_block(x_shape, w_shape, groups=groups, epilogue="bias_relu")
+    (step,) = graphopt.compile(module, backends=("cpu",), threads=2).steps
+    if second_begin == "positions":
+        positions = x_shape[2] * x_shape[3]
+        second_begin = -(-positions // (2 * packed_gemm.PANEL)) * packed_gemm.PANEL
+    assert [begin for _, begin in step.kernel.chunks] == [0, second_begin]

@@ -84,3 +84,35 @@ func.func @main(%x: tensor<2x8x7x9xf32>, %w: tensor<12x8x3x3xf32>, %b: tensor<12
   %3 = graph.relu %2 : tensor<2x12x7x9xf32>
   func.return %3 : tensor<2x12x7x9xf32>
 }
+
+// -----
+
+// A 1x1 of 16 output channels (at most ukernels.POSITION_SPLIT_CHANNELS) run as the GEMM, on
+// 24 x 24 = 576 positions: chunks of output positions, each from a multiple of packed_gemm.PANEL
+// (288 + 288 with panels of 16, 320 + 256 with 64). x and out are passed from the chunk's first
+// position (4 bytes a position), whole in type; w and the bias whole; the ukernel is called for
+// the chunk's columns (its name ends in _n<columns>).
+// CHECK-LABEL: func.func @fused_conv2d_add_relu_0(%0: memref<1x32x24x24xf32>, %1: memref<16x32x1x1xf32>, %2: memref<16x1x1xf32>, %3: memref<1x16x24x24xf32>)
+// CHECK-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_add_relu_0_rows[[FIRST:[0-9]+]]", 0 : i64], ["fused_conv2d_add_relu_0_rows{{[0-9]+}}", [[FIRST]] : i64]]
+// CHECK-SAME:    graph.row_bytes = array<i64: 4, 0, 0, 4>
+// CHECK:       func.func @fused_conv2d_add_relu_0_rows[[FIRST]](%0: memref<1x32x24x24xf32>, %1: memref<16x32x1x1xf32>, %2: memref<16x1x1xf32>, %3: memref<1x16x24x24xf32>)
+// CHECK-NEXT:    func.call @graphopt_sgemm_rowmajor_eaddAP0.maxS0C00000000_1x32x24x24_16x32x1x1_16x1x1_1x16x24x24_n[[FIRST]](%0, %1, %2, %3)
+func.func @main(%x: tensor<1x32x24x24xf32>, %w: tensor<16x32x1x1xf32>, %b: tensor<16x1x1xf32>) -> tensor<1x16x24x24xf32> {
+  %0 = graph.conv2d %x, %w {padding = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x32x24x24xf32>, tensor<16x32x1x1xf32>) -> tensor<1x16x24x24xf32>
+  %1 = graph.add %0, %b : (tensor<1x16x24x24xf32>, tensor<16x1x1xf32>) -> tensor<1x16x24x24xf32>
+  %2 = graph.relu %1 : tensor<1x16x24x24xf32>
+  func.return %2 : tensor<1x16x24x24xf32>
+}
+
+// -----
+
+// The same with 24 output channels: by output channels (12 + 12), each chunk reading all of x.
+// CHECK-LABEL: func.func @fused_conv2d_add_relu_0(%0: memref<1x32x24x24xf32>, %1: memref<24x32x1x1xf32>, %2: memref<24x1x1xf32>, %3: memref<1x24x24x24xf32>)
+// CHECK-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_add_relu_0_rows12", 0 : i64], ["fused_conv2d_add_relu_0_rows12", 12 : i64]]
+// CHECK-SAME:    graph.row_bytes = array<i64: 0, 128, 4, 2304>
+func.func @main(%x: tensor<1x32x24x24xf32>, %w: tensor<24x32x1x1xf32>, %b: tensor<24x1x1xf32>) -> tensor<1x24x24x24xf32> {
+  %0 = graph.conv2d %x, %w {padding = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x32x24x24xf32>, tensor<24x32x1x1xf32>) -> tensor<1x24x24x24xf32>
+  %1 = graph.add %0, %b : (tensor<1x24x24x24xf32>, tensor<24x1x1xf32>) -> tensor<1x24x24x24xf32>
+  %2 = graph.relu %1 : tensor<1x24x24x24xf32>
+  func.return %2 : tensor<1x24x24x24xf32>
+}
