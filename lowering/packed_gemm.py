@@ -207,7 +207,7 @@ def strided_ukernel_ir(name_: str, rows: int, k: int, n: int, a_stride: int | No
 
 class _Ukernel(LLVMText):
     """The ukernel's IR. a's rows lie `a_stride` floats apart (k: contiguous), out's rows
-    `out_stride` floats apart (n), so that a and out may be strided views (`matrix_ir`), and
+    `out_stride` floats apart (n), so that a and out may be strided views (`strided_ukernel_ir`: the batched GEMM), and
     row-major b's rows `b_stride` floats apart (n; more for a chunk of b's columns). With
     `groups` (row-major b: a grouped conv), each image runs one GEMM per group g on `rows` rows:
     out[g rows..] = a[g rows..] @ b[g], b's groups k x n floats apart."""
