@@ -49,10 +49,10 @@ from graphopt.lowering.llvm_text import (
     store_first,
 )
 
-AVX512_TILE = (2, 14, 7, 12, 0, 0)
-AVX2_TILE = (1, 6, 4, 13, 8, 55)
-"""(BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES, ROW_REGISTERS, MAX_ROW_TAP_TILES) of a
-register tile (`register_tile`)."""
+AVX512_TILE = (2, 14, 7, 12, 0, 0, 12)
+AVX2_TILE = (1, 6, 4, 13, 8, 55, 56)
+"""(BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES, ROW_REGISTERS, MAX_ROW_TAP_TILES,
+MAX_WIDE_WINDOW_TILES) of a register tile (`register_tile`)."""
 
 
 def register_tile(avx512: bool) -> tuple[int, int, int, int, int, int]:
@@ -72,15 +72,23 @@ def register_tile(avx512: bool) -> tuple[int, int, int, int, int, int]:
     27 and 13 (super-tiles of 4 rows) take them rather than one-tap tiles of 5 or 6 (Zen 1,
     the whole conv: 16->64 at 55 1.14x, 32->128 at 27 1.06x, 48->192 and 64->256 at 13 1.04x
     and 1.10x faster). Rows of 14 and 7 keep tiles of 6: 14 ran 1.00-1.03x alone but VGG-19 at
-    2 threads 1.06x slower (three runs); 7, where most tiles of 4 cross a row, 0.95x at 2 threads."""
+    2 threads 1.06x slower (three runs); 7, where most tiles of 4 cross a row, 0.95x at 2 threads.
+    MAX_WIDE_WINDOW_TILES: tiles of a super-tile written out at most for windows wider than 1
+    whose steps never take a row of taps (`positions`; AVX2's 5x5s, 7x7s, 11x11s): 56, so that
+    the 7x7/2 stem's rows of 112 take tiles of 6 (super-tiles of 3 rows) rather than 4, the
+    loop's fixed instructions (shift look-up, weight loads, counters) spread over 12 FMAs rather
+    than 8; with AVX-512 as MAX_UNROLLED_TILES (no change)."""
     return AVX512_TILE if avx512 else AVX2_TILE
 
 
-BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES, ROW_REGISTERS, MAX_ROW_TAP_TILES = register_tile(host_has_avx512())
+(
+    BLOCKS, POSITIONS, FEWEST_POSITIONS, MAX_UNROLLED_TILES, ROW_REGISTERS, MAX_ROW_TAP_TILES, MAX_WIDE_WINDOW_TILES
+) = register_tile(host_has_avx512())
 """Vectors of 16 output channels per register tile; output positions per tile, at most and at
 least; tiles of a super-tile, and tiles after the last one, written out at most (`positions`);
 registers for a row of taps (`taps_per_step`); the most tiles of a super-tile of tiles that
-take one: this CPU's `register_tile`."""
+take one; the most of a super-tile for windows too wide for a row of taps: this CPU's
+`register_tile`."""
 PLAIN_STORE_LANES = 0 if host_has_avx512() else 4
 """Tiles of at most this many positions store them as vectors of P floats (`store_first`: one
 `vmovups xmm` for 4) rather than under a mask (`store`): without AVX-512 the masked store is
@@ -129,10 +137,13 @@ def positions(out_w: int, kernel_w: int = 1) -> int | None:
     tiles (rows of 17).
 
     First choice, in odd rows that hold two tiles or more: the most positions whose steps take a
-    row of taps (`taps_per_step`) and whose super-tile is at most MAX_ROW_TAP_TILES tiles. Else
-    the most positions that tile the row. AVX512_TILE: rows of 224, 112, 56, 28, 14 and 7: 14; of
-    13: 13; of 27: 12; of 50: 10; of 55: 11. AVX2_TILE, 1x1s: rows of 224, 112, 56 and 28: 4; of
-    14, 7, 13 and 27: 6; of 55 and 50: 5; 3x3s the same but for the odd rows of 13, 27 and 55: 4."""
+    row of taps (`taps_per_step`) and whose super-tile is at most MAX_ROW_TAP_TILES tiles. For
+    windows wider than 1 whose steps take one tap at any tile size: the most positions whose
+    super-tile is at most MAX_WIDE_WINDOW_TILES tiles. Else the most positions that tile the row.
+    AVX512_TILE: rows of 224, 112, 56, 28, 14 and 7: 14; of 13: 13; of 27: 12; of 50: 10; of 55:
+    11. AVX2_TILE, 1x1s: rows of 224, 112, 56 and 28: 4; of 14, 7, 13 and 27: 6; of 55 and 50: 5;
+    3x3s the same but for the odd rows of 13, 27 and 55: 4; 5x5s and wider: rows of 224: 4; of
+    112, 56, 55, 28, 27, 14, 13 and 7: 6."""
 
     def fits(p: int, most_tiles: int) -> bool:
         return out_w % p == 0 or math.lcm(p, out_w) // p <= most_tiles
@@ -142,7 +153,9 @@ def positions(out_w: int, kernel_w: int = 1) -> int | None:
     rows_of_taps = [
         p for p in sizes if taps_per_step(kernel_w, p) > 1 and out_w % 2 and out_w >= 2 * p and fits(p, MAX_ROW_TAP_TILES)
     ]
-    return (rows_of_taps + fitting)[0] if fitting else None
+    wide_window = kernel_w > 1 and taps_per_step(kernel_w, FEWEST_POSITIONS) == 1
+    wide = [p for p in sizes if wide_window and fits(p, MAX_WIDE_WINDOW_TILES)]
+    return (rows_of_taps + wide + fitting)[0] if fitting else None
 
 
 def rest_tiles(rest: int, size: int) -> list[int]:

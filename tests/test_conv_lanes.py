@@ -41,14 +41,18 @@ def lanes_whenever_it_applies(monkeypatch):
 
 
 TILES = {"avx512_tile": conv_lanes.AVX512_TILE, "avx2_tile": conv_lanes.AVX2_TILE}
+TILE_NAMES = (
+    "BLOCKS", "POSITIONS", "FEWEST_POSITIONS", "MAX_UNROLLED_TILES", "ROW_REGISTERS", "MAX_ROW_TAP_TILES",
+    "MAX_WIDE_WINDOW_TILES",
+)
+"""The module constants a register tile sets, in its order (`conv_lanes.register_tile`)."""
 
 
 @pytest.fixture(params=TILES.values(), ids=TILES.keys())
 def tile(request, monkeypatch):
     """The ukernel built with each register tile, whatever this CPU's (`register_tile`); the
     kernel caches, keyed by the CPU and not by the tile, are off."""
-    names = ("BLOCKS", "POSITIONS", "FEWEST_POSITIONS", "MAX_UNROLLED_TILES", "ROW_REGISTERS", "MAX_ROW_TAP_TILES")
-    for attribute, value in zip(names, request.param, strict=True):
+    for attribute, value in zip(TILE_NAMES, request.param, strict=True):
         monkeypatch.setattr(conv_lanes, attribute, value)
     monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
     monkeypatch.setattr(jit, "_cache", {})
@@ -61,16 +65,20 @@ def lanes_calls(module) -> list[func.CallOp]:
     return [op for op in calls if op.callee.string_value().startswith(f"{conv_lanes.PREFIX}_")]
 
 
-@pytest.mark.parametrize("kernel_w", [1, 3])
+@pytest.mark.parametrize("kernel_w", [1, 3, 7])
 def test_tiles_fit_the_rows(tile, kernel_w):
     """The AVX2 tile's 3x3s take tiles of 4 (a row of taps per step) in the odd rows of two or
-    more of them and where 4 divides the row, its 1x1s the most positions; rows of 17 fit no tile."""
+    more of them and where 4 divides the row, its 1x1s the most positions; its 7x7s (one tap per
+    step) tiles of 6 wherever a super-tile of at most 56 tiles holds them (not rows of 224); rows of
+    17 fit no tile. The AVX-512 tile: the same sizes for every window."""
     widths = (224, 112, 56, 28, 14, 7, 1, 13, 27, 50, 55, 17)
     fitting = {
         (conv_lanes.AVX512_TILE, 1): [14, 14, 14, 14, 14, 14, 14, 13, 12, 10, 11, None],
         (conv_lanes.AVX512_TILE, 3): [14, 14, 14, 14, 14, 14, 14, 13, 12, 10, 11, None],
+        (conv_lanes.AVX512_TILE, 7): [14, 14, 14, 14, 14, 14, 14, 13, 12, 10, 11, None],
         (conv_lanes.AVX2_TILE, 1): [4, 4, 4, 4, 6, 6, 6, 6, 6, 5, 5, None],
         (conv_lanes.AVX2_TILE, 3): [4, 4, 4, 4, 6, 6, 6, 4, 4, 5, 4, None],
+        (conv_lanes.AVX2_TILE, 7): [4, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, None],
     }
     assert [conv_lanes.positions(w, kernel_w) for w in widths] == fitting[tile, kernel_w]
 
@@ -441,8 +449,7 @@ def test_tiles_followed_in_their_rows_store_8_floats_plainly(monkeypatch, size, 
     every tile of 5-6 under the mask. 2 images, 40 output channels (a partial block; at 2 threads
     split by blocks of 16), bias, residual and relu in the tile, NaN and inf in x and the residual
     (also past a tile's positions): the interpreter's results."""
-    names = ("BLOCKS", "POSITIONS", "FEWEST_POSITIONS", "MAX_UNROLLED_TILES", "ROW_REGISTERS", "MAX_ROW_TAP_TILES")
-    for attribute, value in zip(names, conv_lanes.AVX2_TILE, strict=True):
+    for attribute, value in zip(TILE_NAMES, conv_lanes.AVX2_TILE, strict=True):
         monkeypatch.setattr(conv_lanes, attribute, value)
     monkeypatch.setattr(conv_lanes, "PLAIN_STORE_LANES", 4)
     monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
@@ -466,3 +473,32 @@ def test_tiles_followed_in_their_rows_store_8_floats_plainly(monkeypatch, size, 
         tiles = re.findall(r"define internal void @\S+\.tile\d+\(.*?\n}", ukernel, re.S)
         assert {stored_lanes(text) for text in tiles} == expected
         check_compiled(module, x, residual, threads=threads)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_wide_windows_take_tiles_of_6_across_rows(monkeypatch, threads):
+    """AVX2_TILE, a 7x7/2 stem-like conv (3 input channels, pad 3) with rows of 28: tiles of 6
+    in super-tiles of 3 rows (14 tiles, more than MAX_UNROLLED_TILES), tiles that cross rows,
+    then the last row as tiles of 6, 6, 6, 5, 5; with MAX_WIDE_WINDOW_TILES at MAX_UNROLLED_TILES,
+    tiles of 4 (the rule before). 2 images of 13 x 55, 24 output channels (a partial block), bias
+    and relu in the tile, NaN and inf in x, 1 and 2 threads: the interpreter's results."""
+    for attribute, value in zip(TILE_NAMES, conv_lanes.AVX2_TILE, strict=True):
+        monkeypatch.setattr(conv_lanes, attribute, value)
+    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    x_shape = (2, 3, 13, 55)
+    g = GraphBuilder()
+    y = g.conv2d(g.input("x", x_shape), g.constant(sample((24, 3, 7, 7), seed=1, specials=False)), strides=(2, 2),
+                 padding=(3, 3, 3, 3))
+    module = g.finish(g.relu(g.add(y, g.constant(sample((24, 1, 1), seed=3, specials=False)))))
+    (call,) = lanes_calls(module)
+    assert call.arguments[-1].type.get_shape() == (2, 24, 7, 28)
+    x = sample(x_shape, specials=False)
+    x.reshape(-1)[[0, 300, 2000]] = [np.nan, np.inf, -np.inf]
+    for most_tiles, sizes in ((conv_lanes.AVX2_TILE[-1], {6, 5}), (conv_lanes.MAX_UNROLLED_TILES, {4})):
+        monkeypatch.setattr(conv_lanes, "MAX_WIDE_WINDOW_TILES", most_tiles)
+        monkeypatch.setattr(jit, "_cache", {})
+        ukernel = conv_lanes.ukernel_ir(call.callee.string_value(), [a.type for a in call.arguments])
+        tiles = re.findall(r"define internal void @\S+\.tile\d+\(.*?\n}", ukernel, re.S)
+        assert {stored_lanes(text)[0] for text in tiles} == sizes
+        check_compiled(module, x, threads=threads)
