@@ -35,7 +35,8 @@ temporaries that a ukernel call reads whole (b's panels, packed at run time) run
 every chunk.
 
 A convolution of one image, or a dense layer of one row, has one row: `channel_split` runs it
-by blocks of its output channels (columns) instead (see there), through the same chunks: a
+by blocks of its output channels (columns) instead (see there), or `position_split` the conv
+GEMM by blocks of its output positions or whole output rows, through the same chunks: a
 buffer's rows are those of its leading dimension of more than one element (the dims before it
 are 1). Loop dims iterating once, other than the row loop, index as 0.
 """
