@@ -53,7 +53,9 @@ row and k step for one useful product: the 7x7 convs of ResNet-50 ran 213-221 GF
 A chunk of a conv's output positions (`row_split.position_split`, since 2026-11-28) calls the
 row-major ukernel for its columns (`columns_chunk_name`: the whole call's name, then `_n<columns>`)
 on b, the residual and out from its first column, whole in type: their rows stay the whole n
-floats apart (`_Ukernel`'s b_stride and out_stride).
+floats apart (`_Ukernel`'s b_stride and out_stride). A chunk of whole output rows of a conv on
+an im2col copy passes its own copy of its columns as b: the rows of an im2col copy [N, C, KH,
+KW, OH, OW] lie OH x OW floats apart (n for a whole copy, the chunk's columns for a chunk's).
 """
 
 from __future__ import annotations
@@ -165,7 +167,8 @@ def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
 def columns_chunk_name(name_: str, columns: int) -> str:
     """The name of the row-major-b ukernel `name_` called for `columns` of its columns (a chunk of
     output positions: `row_split.position_split`), on its operands whole in type from the chunk's
-    first column: `name_` then `_n<columns>`; b's and out's rows stay their whole n floats apart."""
+    first column: `name_` then `_n<columns>`; out's rows stay their whole n floats apart, and
+    b's too unless b is a chunk's own im2col copy (its columns apart)."""
     return f"{name_}{COLUMNS_MARK}{columns}"
 
 
@@ -192,9 +195,11 @@ def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
         b_type, a_type, *_, out_type = types
         a_shape = a_type.get_shape()
         k, n = math.prod(a_shape[1:]), math.prod(out_type.get_shape()[2:])
-        groups = math.prod(b_type.get_shape()[1:]) // (k * n)
+        b_shape = b_type.get_shape()
+        b_stride = math.prod(b_shape[4:]) if len(b_shape) == 6 else n  # an im2col copy's (a chunk's) columns
+        groups = math.prod(b_shape[1:]) // (k * b_stride)
         sizes = (out_type.get_shape()[0], a_shape[0] // groups, k, _columns(name_) or n)
-        return _Ukernel(name_, ROW_MAJOR, *sizes, _epilogue(name_), out_stride=n, groups=groups, b_stride=n).text()
+        return _Ukernel(name_, ROW_MAJOR, *sizes, _epilogue(name_), out_stride=n, groups=groups, b_stride=b_stride).text()
     a_type, _, out_type = types
     return strided_ukernel_ir(name_, math.prod(a_type.get_shape()[:-1]), a_type.get_shape()[-1], out_type.get_shape()[-1])
 

@@ -35,7 +35,8 @@ temporaries that a ukernel call reads whole (b's panels, packed at run time) run
 every chunk.
 
 A convolution of one image, or a dense layer of one row, has one row: `channel_split` runs it
-by blocks of its output channels (columns) instead (see there), through the same chunks: a
+by blocks of its output channels (columns) instead (see there), or `position_split` the conv
+GEMM by blocks of its output positions or whole output rows, through the same chunks: a
 buffer's rows are those of its leading dimension of more than one element (the dims before it
 are 1). Loop dims iterating once, other than the row loop, index as 0.
 """
@@ -83,9 +84,9 @@ class RowSplit:
     ragged: bool = False
     """The data operand of a split by channels holds more units than the split (its last block
     padded): the last chunk takes the rest of every sliced argument."""
-    columns: bool = False
-    """The units are the columns of the conv GEMM's b and out (`position_split`): a chunk calls
-    the ukernel for its columns."""
+    columns: int = 0
+    """The columns of the conv GEMM's b and out per unit (`position_split`: 1 for positions, an
+    output row's for rows): a chunk calls the ukernel for its columns; 0 for other splits."""
 
 
 def row_split(kernel: func.FuncOp) -> RowSplit | None:
@@ -289,31 +290,77 @@ def channel_split(kernel: func.FuncOp) -> RowSplit | None:
 
 
 def position_split(kernel: func.FuncOp) -> RowSplit | None:
-    """How `kernel`, a call of the conv GEMM on one image and nothing else (a 1x1 of stride 1,
-    whose b is x itself), can run by blocks of its output positions (`ukernels.position_units`:
-    few output channels), or None when it cannot. A position is a column of x, of the residual
-    and of out: a chunk gets them from its first position, whole in type (strided: their rows
-    stay a whole row of positions apart), and w and the per-channel values whole. Chunks start
-    at multiples of `packed_gemm.PANEL` positions, the last taking the rest.
+    """How `kernel`, a call of the conv GEMM on one image, can run by blocks of its output
+    positions, or None when it cannot. Two kinds of kernel do:
+
+    - the call and nothing else (a 1x1 of stride 1, whose b is x itself), with few output
+      channels (`ukernels.position_units`): the units are positions, columns of x, of the
+      residual and of out; chunks start at multiples of `packed_gemm.PANEL` positions;
+    - the call on an im2col copy of x (an argument: the conv does not pad) and the loop nest
+      writing it (`_im2col_copy`), with many positions per channel (`ukernels.output_row_units`):
+      the units are whole output rows; a chunk copies the im2col columns of its rows only, into
+      its own copy (the temporary cut along its output rows), from x's first row it reads.
+
+    A chunk gets x, the residual and out from its first unit, whole in type (strided: their rows
+    stay a whole row of positions, or of x, apart), and w and the per-channel values whole; it
+    calls the ukernel for its columns (`packed_gemm.columns_chunk_name`). The last chunk takes
+    the rest.
 
         func.func @k(%x: memref<1x128x55x55xf32>, %w: memref<16x128x1x1xf32>, %out: memref<1x16x55x55xf32>)
           ->  1520 positions:
         func.func @k_rows1520(%x: memref<1x128x55x55xf32>, %w: memref<16x128x1x1xf32>, %out: memref<1x16x55x55xf32>)
           calling @graphopt_sgemm_rowmajor_1x128x55x55_16x128x1x1_1x16x55x55_n1520
+
+        func.func @stem(%x: memref<1x3x224x224xf32>, %w: memref<64x3x3x3xf32>, %out: memref<1x64x111x111xf32>)
+          ->  56 output rows (x's rows 448 floats apart a unit, out's 111):
+        func.func @stem_rows56(%x: memref<1x3x224x224xf32>, %w: memref<64x3x3x3xf32>, %out: memref<1x64x111x111xf32>)
+          copying into memref<1x3x3x3x56x111xf32>, calling @graphopt_sgemm_rowmajor_1x3x3x3x111x111_64x3x3x3_1x64x111x111_n6216
     """
     block = kernel.body.block
-    ops = [op for op in block.ops if not isinstance(op, func.ReturnOp)]
-    if len(ops) != 1 or not isinstance(ops[0], func.CallOp):
+    ops = [op for op in block.ops if not isinstance(op, (func.ReturnOp, memref.DeallocOp))]
+    if not ops or not isinstance(ops[-1], func.CallOp):
         return None
-    positions = ukernels.position_units(ops[0])
-    parts = ukernels.operands(ops[0])
-    strided = {parts.first, *parts.like_out}
-    args = list(block.args)
-    if positions is None or not strided <= set(args):
+    call, args = ops[-1], list(block.args)
+    parts = ukernels.operands(call)
+    if len(ops) == 1:
+        units, columns, temporaries = ukernels.position_units(call), 1, frozenset()
+        steps = {parts.first: 1}  # elements a unit, of each strided argument
+    else:
+        copy = _im2col_copy(ops[:-1], parts.first)
+        units = None if copy is None else ukernels.output_row_units(call)
+        columns, temporaries = parts.like_out[-1].type.get_shape()[-1], frozenset({parts.first})
+        steps = dict([copy] if copy else [])
+    steps.update((v, columns) for v in parts.like_out)
+    if units is None or not steps.keys() <= set(args):
         return None
-    row_bytes = tuple(a.type.element_type.compile_time_size if a in strided else 0 for a in args)
-    granule = math.lcm(packed_gemm.PANEL, *(CHUNK_ALIGNMENT // math.gcd(b, CHUNK_ALIGNMENT) for b in row_bytes))
-    return RowSplit(positions, row_bytes, granule, frozenset(), frozenset(strided), columns=True)
+    row_bytes = tuple(a.type.element_type.compile_time_size * steps.get(a, 0) for a in args)
+    panels = packed_gemm.PANEL if columns == 1 else 1
+    granule = math.lcm(panels, *(CHUNK_ALIGNMENT // math.gcd(b, CHUNK_ALIGNMENT) for b in row_bytes))
+    return RowSplit(units, row_bytes, granule, temporaries, frozenset(steps), columns=columns)
+
+
+_IM2COL_ROW = 4
+"""The loop dim of the output rows (oh) in the im2col copy's loop nest (n, c, kh, kw, oh, ow)."""
+
+
+def _im2col_copy(ops: Sequence, b: SSAValue) -> tuple[SSAValue, int] | None:
+    """(x, the elements of x between consecutive output rows) when `ops` allocate `b` and copy
+    an argument x into it by one loop nest of parallel loops over b's dims (n, c, kh, kw, oh,
+    ow), reading x at indices linear in oh (`linalg/conv.py`'s im2col copy of a conv that does
+    not pad); else None."""
+    if len(ops) != 2 or not isinstance(ops[0], memref.AllocOp) or ops[0].memref != b or not isinstance(ops[1], GenericOp):
+        return None
+    copy = ops[1]
+    if list(copy.outputs) != [b] or len(copy.inputs) != 1:
+        return None
+    x = copy.inputs[0]
+    read, written = (m.data.results for m in copy.indexing_maps.data)
+    dims = tuple(AffineDimExpr(d) for d in range(len(b.type.get_shape())))
+    parallel = all(t.data.value == "parallel" for t in copy.iterator_types.data)
+    if written != dims or not parallel or not _reads_rows_only(copy, _IM2COL_ROW):
+        return None
+    step = _row_step(read, x.type.get_shape(), _IM2COL_ROW)
+    return (x, step) if step else None
 
 
 def _channel_slices(call: func.CallOp, first_sliced: bool) -> tuple[set[SSAValue], set[SSAValue]]:
@@ -372,11 +419,15 @@ def row_chunk_kernel(kernel: func.FuncOp, split: RowSplit, rows: int, name: str,
     mapping: dict[SSAValue, SSAValue] = dict(zip(old_args, block.args))
     for op in kernel.body.block.ops:
         if isinstance(op, memref.AllocOp) and op.memref in split.sliced_temporaries:
-            chunk_type = _rows_of(op.memref.type, rows, split, _bytes(op.memref.type) // split.rows, last)
+            chunk_type = (
+                _output_rows_of(op.memref.type, rows)
+                if split.columns
+                else _rows_of(op.memref.type, rows, split, _bytes(op.memref.type) // split.rows, last)
+            )
             new_op = memref.AllocOp.get(chunk_type.element_type, shape=chunk_type.get_shape())
             mapping[op.memref] = new_op.memref
         elif isinstance(op, func.CallOp):
-            new_op = ukernels.chunk_call(op, [mapping.get(v, v) for v in op.arguments], rows if split.columns else None)
+            new_op = ukernels.chunk_call(op, [mapping.get(v, v) for v in op.arguments], rows * split.columns or None)
         else:
             new_op = op.clone(value_mapper=mapping)
         block.add_op(new_op)
@@ -401,6 +452,13 @@ def _rows_of(type_: MemRefType, rows: int, split: RowSplit, unit_bytes: int, las
     axis = _leading_axis(shape)
     slice_bytes = _slice_bytes(type_)
     shape[axis] = shape[axis] - (split.rows - rows) * unit_bytes // slice_bytes if last else rows * unit_bytes // slice_bytes
+    return MemRefType(type_.element_type, shape)
+
+
+def _output_rows_of(type_: MemRefType, rows: int) -> MemRefType:
+    """An im2col copy's type [N, C, KH, KW, OH, OW] cut to `rows` output rows."""
+    shape = list(type_.get_shape())
+    shape[_IM2COL_ROW] = rows
     return MemRefType(type_.element_type, shape)
 
 

@@ -101,8 +101,9 @@ class SplitRowsPass(ModulePass):
 
 def chunk_split(kernel: func.FuncOp) -> RowSplit | None:
     """How split-rows cuts `kernel` into chunks: by rows, or, a convolution of one image (one
-    row), by output positions where it has few output channels (`position_split`), else by
-    output channels; None when it cannot."""
+    row), by output positions where it has few output channels, or by whole output rows where
+    it runs as the GEMM on an im2col copy of many positions per channel (`position_split`),
+    else by output channels; None when it cannot."""
     split = row_split(kernel)
     if split is not None and split.rows > 1:
         return split

@@ -1,5 +1,6 @@
 """Convolutions of one image on two threads: chunks of output channels (`row_split.channel_split`),
-or of output positions for few-channel 1x1s run as the GEMM (`row_split.position_split`),
+or of output positions for few-channel 1x1s run as the GEMM, or of whole output rows for convs
+run as the GEMM on an im2col copy (`row_split.position_split`),
 against the interpreter; batches of several images keep their chunks of images."""
 
 from __future__ import annotations
@@ -216,13 +217,16 @@ def test_few_channel_gemms_split_by_positions(monkeypatch, batch, height, width,
         ((24, 128, 1, 1), (1, 128, 55, 55), 1, 12),  # 24 output channels: by channels
         ((16, 32, 1, 1), (1, 32, 112, 112), 1, 8),  # more than POSITION_SPLIT_MAX_POSITIONS
         ((16, 8, 1, 1), (1, 16, 55, 55), 2, 1),  # grouped: by groups
-        ((16, 3, 3, 3), (1, 3, 34, 34), 1, 8),  # 3x3 (b an im2col copy): by channels
+        ((16, 3, 3, 3), (1, 3, 34, 34), 1, 16),  # 3x3 (b an im2col copy), 1024 positions: by rows (of 32)
+        ((64, 3, 3, 3), (1, 3, 67, 67), 1, 36),  # 65 x 65 positions, 66 a channel: by rows (of 65)
+        ((64, 3, 3, 3), (1, 3, 33, 33), 1, 32),  # 31 x 31 positions, 15 a channel: by channels
     ],
 )
 def test_the_rule_splits_few_channel_one_by_ones_by_positions(monkeypatch, w_shape, x_shape, groups, second_begin):
     """`ukernels.position_units`: 1x1s of at most POSITION_SPLIT_CHANNELS output channels, of one
     group, from POSITION_SPLIT_PANELS panels of positions to POSITION_SPLIT_MAX_POSITIONS split by
-    positions; the others by channels (or groups)."""
+    positions; convs on an im2col copy of at least ROW_SPLIT_POSITIONS_PER_CHANNEL positions per
+    output channel by output rows (`ukernels.output_row_units`); the others by channels (or groups)."""
     monkeypatch.setattr(CpuSchedule, "lanes_conv", lambda self, op: False)
     monkeypatch.setattr(CpuSchedule, "conv_gemm", lambda self, op: True)
     monkeypatch.setitem(CPU.defaults, "min_work", 0)
@@ -232,3 +236,42 @@ def test_the_rule_splits_few_channel_one_by_ones_by_positions(monkeypatch, w_sha
         positions = x_shape[2] * x_shape[3]
         second_begin = -(-positions // (2 * packed_gemm.PANEL)) * packed_gemm.PANEL
     assert [begin for _, begin in step.kernel.chunks] == [0, second_begin]
+
+
+STEMS = [
+    # x, w, strides, padding, (begin of the second chunk, output columns of each chunk) at one image
+    ((1, 3, 37, 37), (64, 3, 3, 3), (2, 2), (0, 0, 0, 0), (10, [180, 144])),  # 18 rows of 18: 10 + 8
+    ((1, 3, 31, 31), (64, 3, 7, 7), (2, 2), (0, 0, 0, 0), (8, [104, 65])),  # 13 rows of 13: 8 + 5
+    ((1, 3, 31, 33), (64, 3, 3, 3), (2, 2), (1, 1, 1, 1), (32, None)),  # pads: by channels
+    ((1, 3, 37, 37), (64, 3, 7, 7), (2, 2), (3, 3, 3, 3), (32, None)),
+]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, strides, padding, chunks", STEMS)
+@pytest.mark.parametrize("batch", [1, 2])
+def test_im2col_gemms_split_by_output_rows(monkeypatch, batch, x_shape, w_shape, strides, padding, chunks):
+    """Stems run as the GEMM on an im2col copy, + bias + relu: one image of a conv that does not
+    pad splits by whole output rows (chunks from multiples of 2 or 4 rows: 16-byte alignment of
+    x's and out's rows), each chunk copying the im2col columns of its rows and calling the GEMM
+    for them, all 64 channels; NaN and inf in x's first and last rows (both chunks' columns).
+    A conv that pads splits by output channels; two images by images. (The rule at 1 position
+    a channel: these stems have 2.6-5; `ukernels.output_row_units` is tested above.)"""
+    monkeypatch.setattr(ukernels, "ROW_SPLIT_POSITIONS_PER_CHANNEL", 1)
+    monkeypatch.setattr(CpuSchedule, "lanes_conv", lambda self, op: False)
+    monkeypatch.setattr(CpuSchedule, "conv_gemm", lambda self, op: True)
+    x_shape = (batch, *x_shape[1:])
+    x = sample(x_shape)
+    x[:, 2, -1, -3:] = [np.inf, np.nan, -np.inf]
+    executable, calls = compiled_calls(monkeypatch, conv_block(x_shape, w_shape, strides, padding, epilogue="bias_relu"), x)
+    (step,) = executable.steps
+    second_begin, columns = chunks
+    chunk_calls = [callee for name, callee in calls.items() if "_rows" in name]
+    if batch == 2:
+        assert [begin for _, begin in step.kernel.chunks] in ([], [0, 1])
+        assert not any(packed_gemm.COLUMNS_MARK in callee for callee in chunk_calls)
+        return
+    assert [begin for _, begin in step.kernel.chunks] == [0, second_begin]
+    if columns is None:
+        assert not any(packed_gemm.COLUMNS_MARK in callee for callee in chunk_calls)
+    else:
+        assert sorted(int(callee.rsplit(packed_gemm.COLUMNS_MARK, 1)[1]) for callee in chunk_calls) == sorted(columns)

@@ -116,3 +116,41 @@ func.func @main(%x: tensor<1x32x24x24xf32>, %w: tensor<24x32x1x1xf32>, %b: tenso
   %2 = graph.relu %1 : tensor<1x24x24x24xf32>
   func.return %2 : tensor<1x24x24x24xf32>
 }
+
+// -----
+
+// A stem run as the GEMM on an im2col copy (3->64 3x3/2 at 67, no padding: 33 x 33 positions,
+// 17 a channel, at least ukernels.ROW_SPLIT_POSITIONS_PER_CHANNEL): chunks of whole output rows,
+// 20 + 13 (from multiples of 4 rows: x's rows of a unit are 2 * 67 * 4 = 536 bytes, out's 132).
+// x and out are passed from the chunk's first row, whole in type; w and the bias whole. Each
+// chunk copies the im2col columns of its rows only, into its own copy, and calls the ukernel
+// for them, all 64 channels (_n<rows x 33>).
+// CHECK-LABEL: func.func @fused_conv2d_add_relu_0(%0: memref<1x3x67x67xf32>, %1: memref<64x3x3x3xf32>, %2: memref<64x1x1xf32>, %3: memref<1x64x33x33xf32>)
+// CHECK-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_add_relu_0_rows20", 0 : i64], ["fused_conv2d_add_relu_0_rows13", 20 : i64]]
+// CHECK-SAME:    graph.row_bytes = array<i64: 536, 0, 0, 132>
+// CHECK:       func.func @fused_conv2d_add_relu_0_rows13(%0: memref<1x3x67x67xf32>, %1: memref<64x3x3x3xf32>, %2: memref<64x1x1xf32>, %3: memref<1x64x33x33xf32>)
+// CHECK-NEXT:    %[[COLUMNS:.*]] = memref.alloc() : memref<1x3x3x3x13x33xf32>
+// CHECK-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, ((d4 * 2) + d2), ((d5 * 2) + d3))>, {{.*}}} ins(%0 : memref<1x3x67x67xf32>) outs(%[[COLUMNS]] : memref<1x3x3x3x13x33xf32>)
+// CHECK:         func.call @graphopt_sgemm_rowmajor_eaddAP0.maxS0C00000000_1x3x3x3x33x33_64x3x3x3_64x1x1_1x64x33x33_n429(%[[COLUMNS]], %1, %2, %3)
+// CHECK:       func.func @fused_conv2d_add_relu_0_rows20(
+// CHECK-NEXT:    %[[COLUMNS:.*]] = memref.alloc() : memref<1x3x3x3x20x33xf32>
+// CHECK:         func.call @graphopt_sgemm_rowmajor_eaddAP0.maxS0C00000000_1x3x3x3x33x33_64x3x3x3_64x1x1_1x64x33x33_n660(%[[COLUMNS]], %1, %2, %3)
+func.func @main(%x: tensor<1x3x67x67xf32>, %w: tensor<64x3x3x3xf32>, %b: tensor<64x1x1xf32>) -> tensor<1x64x33x33xf32> {
+  %0 = graph.conv2d %x, %w {padding = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>} : (tensor<1x3x67x67xf32>, tensor<64x3x3x3xf32>) -> tensor<1x64x33x33xf32>
+  %1 = graph.add %0, %b : (tensor<1x64x33x33xf32>, tensor<64x1x1xf32>) -> tensor<1x64x33x33xf32>
+  %2 = graph.relu %1 : tensor<1x64x33x33xf32>
+  func.return %2 : tensor<1x64x33x33xf32>
+}
+
+// -----
+
+// The same stem at 37 with padding: its im2col copy reads a padded copy of x (a temporary), not
+// x: by output channels (32 + 32), each chunk copying all of the im2col buffer.
+// CHECK-LABEL: func.func @fused_conv2d_add_relu_0(%0: memref<1x3x37x37xf32>, %1: memref<64x3x3x3xf32>, %2: memref<64x1x1xf32>, %3: memref<1x64x19x19xf32>)
+// CHECK-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_add_relu_0_rows32", 0 : i64], ["fused_conv2d_add_relu_0_rows32", 32 : i64]]
+func.func @main(%x: tensor<1x3x37x37xf32>, %w: tensor<64x3x3x3xf32>, %b: tensor<64x1x1xf32>) -> tensor<1x64x19x19xf32> {
+  %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>} : (tensor<1x3x37x37xf32>, tensor<64x3x3x3xf32>) -> tensor<1x64x19x19xf32>
+  %1 = graph.add %0, %b : (tensor<1x64x19x19xf32>, tensor<64x1x1xf32>) -> tensor<1x64x19x19xf32>
+  %2 = graph.relu %1 : tensor<1x64x19x19xf32>
+  func.return %2 : tensor<1x64x19x19xf32>
+}
