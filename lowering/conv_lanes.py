@@ -55,7 +55,7 @@ AVX2_TILE = (1, 6, 4, 13, 8, 55, 56)
 MAX_WIDE_WINDOW_TILES) of a register tile (`register_tile`)."""
 
 
-def register_tile(avx512: bool) -> tuple[int, int, int, int, int, int]:
+def register_tile(avx512: bool) -> tuple[int, int, int, int, int, int, int]:
     """The register tile for a CPU with or without AVX-512 (`llvm_text.host_has_avx512`): with
     AVX-512's 32 registers of 16 floats, 2 x 14 (28 accumulators, 2 weight vectors; 2 x 14 ran
     1-4% faster than 2 x 12, 3 x 8, 4 x 6 and 1 x 28 on ResNet-50's 3x3s and stem, Zen 4);
