@@ -158,10 +158,15 @@ def row_major_name(types: Sequence[MemRefType], epilogue: Sequence[tile_epilogue
     return f"{ROW_MAJOR_PREFIX}{steps}_{shapes}"
 
 
+def is_row_major(name_: str) -> bool:
+    """Whether `name_` is the row-major-b ukernel's (the conv GEMM's), not the packed one's."""
+    return name_.startswith(f"{ROW_MAJOR_PREFIX}_")
+
+
 def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
     """The name of the ukernel `name_` called on memrefs of other sizes (a chunk's rows, images
     or output channels)."""
-    return row_major_name(types, _epilogue(name_)) if name_.startswith(f"{ROW_MAJOR_PREFIX}_") else name(types)
+    return row_major_name(types, _epilogue(name_)) if is_row_major(name_) else name(types)
 
 
 def columns_chunk_name(name_: str, columns: int) -> str:
@@ -191,7 +196,7 @@ def _round_up(size: int, multiple: int) -> int:
 def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
     """LLVM IR defining `void @name_(ptr a, ptr b_panels, ptr out)` for these memref types, or
     for the row-major-b ukernel `void @name_(ptr b, ptr a, <the tile epilogue's operands>, ptr out)`."""
-    if name_.startswith(f"{ROW_MAJOR_PREFIX}_"):
+    if is_row_major(name_):
         b_type, a_type, *_, out_type = types
         a_shape = a_type.get_shape()
         k, n = math.prod(a_shape[1:]), math.prod(out_type.get_shape()[2:])

@@ -162,7 +162,7 @@ def position_units(ukernel_call: func.CallOp) -> int | None:
     1.00-1.08x): 16 rows a chunk already use each float of x 16 times.
     """
     name = ukernel_call.callee.string_value()
-    if not name.startswith(f"{packed_gemm.ROW_MAJOR_PREFIX}_"):
+    if not packed_gemm.is_row_major(name):
         return None
     parts = operands(ukernel_call)
     inputs, weights, out = (v.type.get_shape() for v in (parts.first, parts.data, parts.like_out[-1]))
@@ -194,7 +194,7 @@ def output_row_units(ukernel_call: func.CallOp) -> int | None:
     256->512 1x1/2 at 56 (784 positions, 1.5 a channel) 0.99-1.05x: it keeps channels.
     """
     name = ukernel_call.callee.string_value()
-    if not name.startswith(f"{packed_gemm.ROW_MAJOR_PREFIX}_"):
+    if not packed_gemm.is_row_major(name):
         return None
     parts = operands(ukernel_call)
     b, weights, out = (v.type.get_shape() for v in (parts.first, parts.data, parts.like_out[-1]))
@@ -236,7 +236,7 @@ def channel_units(ukernel_call: func.CallOp) -> ChannelUnits | None:
     panels of b, and it reads all of a.
     """
     name = ukernel_call.callee.string_value()
-    gemm = name.startswith(f"{packed_gemm.ROW_MAJOR_PREFIX}_")
+    gemm = packed_gemm.is_row_major(name)
     parts = operands(ukernel_call)
     inputs, out = parts.first.type.get_shape(), parts.like_out[-1].type.get_shape()
     if name.startswith(f"{packed_gemm.PREFIX}_"):
