@@ -77,17 +77,26 @@ class LLVMText:
         """A pointer `offset` floats past `base` (0: `base` itself)."""
         return base if offset == 0 else self.value(f"getelementptr float, ptr {base}, i64 {offset}")
 
-    def loop(self, count: int, body: Callable[[str], None]) -> None:
-        """`for i in range(count): body(i)`, as blocks after the current one."""
+    def loop(self, count: int, body: Callable[..., Sequence[str] | None], carried: Sequence[tuple[str, str]] = ()) -> list[str]:
+        """`for i in range(count): body(i)`, as blocks after the current one. `carried`: (type,
+        initial value) of values the iterations carry: `body(i, *values)` returns their next
+        values, and the loop returns their values after it (the initial ones for no iteration)."""
         if count == 0:
-            return
+            return [initial for _, initial in carried]
         self.count += 1
         label, index = f"loop{self.count}", f"%i{self.count}"
         self.emit(f"  br label %{label}")
         self.emit(f"{label}:")
         self.emit(f"  {index} = phi i64 [0, %{self.block}], [{index}.next, %{label}.latch]")
+        values = [f"%c{self.count}.{k}" for k in range(len(carried))]
+        phis, before = len(self.lines), self.block
         self.block = label
-        body(index)
+        result = body(index, *values)
+        following = list(result) if carried else []
+        self.lines[phis:phis] = [
+            f"  {value} = phi {type_} [{initial}, %{before}], [{next_value}, %{label}.latch]"
+            for value, (type_, initial), next_value in zip(values, carried, following, strict=True)
+        ]
         self.emit(f"  br label %{label}.latch")
         self.emit(f"{label}.latch:")
         self.emit(f"  {index}.next = add i64 {index}, 1")
@@ -95,6 +104,7 @@ class LLVMText:
         self.emit(f"  br i1 {index}.done, label %{label}.exit, label %{label}")
         self.emit(f"{label}.exit:")
         self.block = f"{label}.exit"
+        return list(following)
 
     def branch(self, condition: str, if_true: Callable[[], None], if_false: Callable[[], None]) -> None:
         """`if condition: if_true() else: if_false()` (an i1 value), as blocks after the current one."""

@@ -1,0 +1,383 @@
+"""The Winograd F(2x2, 3x3) convolution ukernel: an f32 3x3 conv2d of stride 1 in 2x2 output tiles.
+
+Each 2x2 output tile of a channel is A^T [sum over c of (G w[o, c] G^T) * (B^T d[c] B)] A, with
+d[c] the 4x4 input tile at (2 i, 2 j) of the zero-padded x, 16 multiplies per input channel
+instead of 36 (Lavin and Gray's F(2x2, 3x3); G, B^T and A^T below). The cpu lowering copies x
+zero-padded (`padding`: rows and columns past the tiles' for the vectors that read past a row)
+and passes U = G w G^T packed at compile time, o-major ([O, 16, C], `pack`: a chunk of output
+channels is a slice), w itself, and two scratch buffers it allocates (`scratch_shapes`):
+
+    func.call @graphopt_sconv_wino_eaddAP0.maxS0C00000000_1x64x59x59_64x16x64_64x64x3x3_16x64x800_16x64x800_64x1x1_1x64x56x56(
+        %x_padded, %u, %w, %v, %m, %bias, %out)
+
+Per image, three stages (T = OH/2 * OW/2 tiles, rows of the scratch buffers T + 16 floats):
+
+1. input transform: for each input channel and tile row, vectors of 16 tiles: each of the
+   tile's 4 input rows is loaded as 32 floats at column 2j and at 2j + 2 and split into even and
+   odd lanes (d[r][0..3]); V[xi, c, t] = (B^T d B)[xi], 16 plain stores (a row's last vector
+   writes tiles of the next row, which that row rewrites; the last row's, the 16 floats of slack);
+2. 16 GEMMs M[xi] (O x T) = U[:, xi, :] (O x C) @ V[xi] (C x T), in register tiles of 6 output
+   channels x 16 tiles (12 AVX2 registers of accumulators), c innermost, in blocks of tiles
+   whose V fits in half of L2 (`V_BLOCK_BYTES`);
+3. output transform: for each output channel and tile row, vectors of 16 tiles: Y = A^T M A,
+   Y[a][0] and Y[a][1] interleaved into 32 consecutive columns of output row a, the tile
+   epilogue (`tile_epilogue.py`) and the store (the row's last columns as a shorter vector).
+
+Non-finite x: the transforms add and subtract a tile's 16 values, so one inf gives NaN across
+its tile where the interpreter gives inf, and a NaN reaches outputs whose window does not hold it.
+Stage 1 sums every float it loads; where that sum is not finite (x holds an inf or a NaN, or,
+never in practice, the sum overflows) the image runs as a plain direct 3x3 conv instead (vectors of
+16 output columns, `_direct`), which matches the interpreter. w is finite (`applies`' caller).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import MemRefType, f32
+from xdsl.ir import Attribute
+
+from graphopt.lowering import tile_epilogue
+from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, load, store, store_first
+
+PREFIX = "graphopt_sconv_wino"
+ROWS = 6
+"""Output channels per register tile of the GEMMs (stage 2): 6 x 16 accumulators are 12 of
+AVX2's 16 registers, the tile of packed_gemm's AVX2 GEMM."""
+V_BLOCK_BYTES = 256 * 1024
+"""Bytes of V[xi] (C x tiles) that one block of the GEMMs reads for every register tile of
+output channels (half of Zen 1's 512 KB L2)."""
+SLACK = VECTOR
+"""Floats past T in each row of the scratch buffers: a tile row's last vector writes up to 15 past it."""
+
+G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
+"""The weight transform: U = G w G^T (4x4 per output and input channel)."""
+B_T = ((1, 0, -1, 0), (0, 1, 1, 0), (0, -1, 1, 0), (0, 1, 0, -1))
+"""The input transform: V = B^T d B."""
+A_T = ((1, 1, 1, 0), (0, 1, -1, -1))
+"""The output transform: Y = A^T M A."""
+
+EVEN = "<" + ", ".join(f"i32 {2 * k}" for k in range(VECTOR)) + ">"
+ODD = "<" + ", ".join(f"i32 {2 * k + 1}" for k in range(VECTOR)) + ">"
+LOW_PAIRS = "<" + ", ".join(f"i32 {k // 2 + VECTOR * (k % 2)}" for k in range(VECTOR)) + ">"
+HIGH_PAIRS = "<" + ", ".join(f"i32 {VECTOR // 2 + k // 2 + VECTOR * (k % 2)}" for k in range(VECTOR)) + ">"
+
+
+def applies(x_type: Attribute, w_type: Attribute, out_type: Attribute, strides, dilations, groups: int) -> bool:
+    """Whether a conv2d of these types and attributes can run as the ukernel: f32, one group, a
+    3x3 window of stride 1 and dilation 1, an even number of output rows and columns."""
+    _, _, out_h, out_w = out_type.get_shape()
+    return (
+        groups == 1
+        and tuple(w_type.get_shape()[2:]) == (3, 3)
+        and tuple(strides) == (1, 1)
+        and tuple(dilations) == (1, 1)
+        and out_h % 2 == 0
+        and out_w % 2 == 0
+        and all(t.get_element_type() == f32 for t in (x_type, w_type, out_type))
+    )
+
+
+def padding(x_shape: Sequence[int], conv_padding: Sequence[int]) -> tuple[int, int, int, int]:
+    """The padding (top, left, bottom, right) of x's copy: the conv's, one more column on the
+    right, and rows below enough for the 32 + 2 floats that a tile row's last vector loads from
+    its last input row's (up to 29 past that row)."""
+    top, left, bottom, right = conv_padding
+    width = x_shape[3] + left + right + 1
+    return top, left, bottom + -(-2 * VECTOR // width), right + 1
+
+
+def packed_shape(w_shape: Sequence[int]) -> tuple[int, ...]:
+    """The shape of w [O, C, 3, 3] transformed (`pack`): [O, 16, C]."""
+    out_channels, channels, _, _ = w_shape
+    return (out_channels, 16, channels)
+
+
+def pack(w: np.ndarray) -> np.ndarray:
+    """U[o, xi, c] = (G w[o, c] G^T)[xi // 4, xi % 4], computed in f64."""
+    u = np.einsum("ik,ockl,jl->oijc", G, w.astype(np.float64), G)
+    return np.ascontiguousarray(u.reshape(packed_shape(w.shape)).astype(w.dtype))
+
+
+def scratch_shapes(channels: int, out_shape: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The shapes of V [16, C, T + SLACK] and M [16, O, T + SLACK] for `channels` input channels."""
+    _, out_channels, out_h, out_w = out_shape
+    tiles = out_h // 2 * (out_w // 2) + SLACK
+    return (16, channels, tiles), (16, out_channels, tiles)
+
+
+def name(types: Sequence[MemRefType], epilogue: Sequence[tile_epilogue.Step] = ()) -> str:
+    """The ukernel's name for a call on memrefs (x padded, U, w, V, M, epilogue operands..., out),
+    applying `epilogue` before each store."""
+    shapes = "_".join("x".join(map(str, t.get_shape())) for t in types)
+    steps = f"_e{tile_epilogue.token(epilogue)}" if epilogue else ""
+    return f"{PREFIX}{steps}_{shapes}"
+
+
+def epilogue_of(name_: str) -> tuple[tile_epilogue.Step, ...]:
+    """The epilogue steps in a ukernel's name (`name`)."""
+    match = re.match(rf"{PREFIX}(?:_e([a-zA-Z0-9.]+))?_\d", name_)
+    return tile_epilogue.parse(match[1]) if match[1] else ()
+
+
+def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
+    """The name of the ukernel `name_` called on memrefs of other sizes (a chunk of its images or output channels)."""
+    return name(types, epilogue_of(name_))
+
+
+def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
+    """LLVM IR defining `void @name_(ptr x, ptr u, ptr w, ptr v, ptr m, <the tile epilogue's operands>, ptr out)`."""
+    return _Ukernel(name_, types).text()
+
+
+class _Ukernel(LLVMText):
+    def __init__(self, name_: str, types: Sequence[MemRefType]):
+        super().__init__()
+        self.name = name_
+        self.epilogue = epilogue_of(name_)
+        x, _, _, v, m = (t.get_shape() for t in types[:5])
+        self.batch, self.channels, self.height, self.width = x
+        _, self.out_channels, self.out_h, self.out_w = types[-1].get_shape()
+        self.tile_cols = self.out_w // 2
+        self.tiles = self.out_h // 2 * self.tile_cols
+        self.row = v[2]
+        """Floats between the rows of V and M (T + SLACK)."""
+        self.m_channels = m[1]
+        self.vectors = -(-self.tile_cols // VECTOR)
+        """Vectors of 16 tiles per tile row."""
+
+    def text(self) -> str:
+        self._main()
+        for rows in sorted({ROWS, self.out_channels % ROWS} - {0}):
+            self._gemm_tile(rows)
+        return self.ir()
+
+    def _main(self) -> None:
+        epilogue = tile_epilogue.parameters(self.epilogue, "noalias ")
+        self.define(
+            f"define void @{self.name}(ptr noalias %x, ptr noalias %u, ptr noalias %w, ptr noalias %v, "
+            f"ptr noalias %m{epilogue}, ptr noalias %out) {{"
+        )
+
+        def image(n: str) -> None:
+            x_n = self.pointer("%x", self.value(f"mul i64 {n}, {self.channels * self.height * self.width}"))
+            out_n = self.value(f"mul i64 {n}, {self.out_channels * self.out_h * self.out_w}")
+            total = self._input_transform(x_n)
+            zero = self.value(f"fmul {VECTOR_TYPE} {total}, zeroinitializer")
+            lanes = self.value(f"fcmp uno {VECTOR_TYPE} {zero}, {zero}")
+            any_nan = self.value(f"icmp ne i16 {self.value(f'bitcast <16 x i1> {lanes} to i16')}, 0")
+
+            def winograd() -> None:
+                self._gemms()
+                self._output_transform(out_n)
+
+            self.branch(any_nan, lambda: self._direct(x_n, out_n), winograd)
+
+        self.loop(self.batch, image)
+        self.end()
+
+    # --- stage 1: V = B^T d B ---
+
+    def _input_transform(self, x_n: str) -> str:
+        """Stage 1 for the image at `x_n`; returns the sum of the floats it loaded (a vector)."""
+        plane = self.height * self.width
+
+        def channel(c: str, total: str) -> list[str]:
+            x_c = self.pointer(x_n, self.value(f"mul i64 {c}, {plane}"))
+            v_c = self.pointer("%v", self.value(f"mul i64 {c}, {self.row}"))
+
+            def tile_row(i: str, total: str) -> list[str]:
+                x_i = self.pointer(x_c, self.value(f"mul i64 {i}, {2 * self.width}"))
+                v_i = self.pointer(v_c, self.value(f"mul i64 {i}, {self.tile_cols}"))
+                for vector in range(self.vectors):
+                    total = self._input_tiles(self.pointer(x_i, 2 * VECTOR * vector), self.pointer(v_i, VECTOR * vector), total)
+                return [total]
+
+            return self.loop(self.out_h // 2, tile_row, [(VECTOR_TYPE, total)])
+
+        (total,) = self.loop(self.channels, channel, [(VECTOR_TYPE, "zeroinitializer")])
+        return total
+
+    def _input_tiles(self, x_at: str, v_at: str, total: str) -> str:
+        """V of the 16 tiles whose first input row starts at `x_at`, stored from `v_at`; returns
+        `total` plus the floats loaded."""
+        rows = []
+        for r in range(4):
+            loaded = []
+            for offset in (0, VECTOR, 2, VECTOR + 2):
+                value = self.fresh()
+                self.emit(load(value, self.pointer(x_at, r * self.width + offset)))
+                loaded.append(value)
+            first, second, third, fourth = loaded
+            d = [
+                self.value(f"shufflevector {VECTOR_TYPE} {a}, {VECTOR_TYPE} {b}, <16 x i32> {lanes}")
+                for a, b, lanes in ((first, second, EVEN), (first, second, ODD), (third, fourth, EVEN), (third, fourth, ODD))
+            ]
+            rows.append(self._transform(B_T, d))
+            row_sum = self.value(f"fadd {VECTOR_TYPE} {self.value(f'fadd {VECTOR_TYPE} {first}, {second}')}, {fourth}")
+            total = self.value(f"fadd {VECTOR_TYPE} {total}, {row_sum}")
+        for k1, transformed in enumerate(self._transform(B_T, rows)):
+            for k2, value in enumerate(transformed):
+                self.emit(store(value, self.pointer(v_at, (4 * k1 + k2) * self.channels * self.row)))
+        return total
+
+    def _transform(self, matrix: Sequence[Sequence[int]], values: Sequence) -> list:
+        """matrix @ values, values vectors (or lists of vectors: elementwise), by adds and subtracts."""
+        results = []
+        for coefficients in matrix:
+            result = None
+            terms = sorted(zip(coefficients, values), key=lambda term: -term[0])  # a plus first: no negation
+            for coefficient, value in terms:
+                if coefficient:
+                    result = value if result is None and coefficient == 1 else self._combine(result, value, coefficient)
+            results.append(result)
+        return results
+
+    def _combine(self, result, value, coefficient: int):
+        if isinstance(value, list):
+            return [self._combine(None if result is None else r, v, coefficient) for r, v in zip(result or [None] * len(value), value)]
+        if result is None:
+            return self.value(f"fneg {VECTOR_TYPE} {value}")
+        return self.value(f"{'fadd' if coefficient == 1 else 'fsub'} {VECTOR_TYPE} {result}, {value}")
+
+    # --- stage 2: M[xi] = U[:, xi, :] @ V[xi] ---
+
+    def _gemms(self) -> None:
+        panels = -(-self.tiles // VECTOR)
+        block = max(1, min(panels, V_BLOCK_BYTES // (self.channels * VECTOR * 4)))
+        full_blocks, rest = divmod(panels, block)
+
+        def transform_element(xi: str) -> None:
+            u_xi = self.pointer("%u", self.value(f"mul i64 {xi}, {self.channels}"))
+            v_xi = self.pointer("%v", self.value(f"mul i64 {xi}, {self.channels * self.row}"))
+            m_xi = self.pointer("%m", self.value(f"mul i64 {xi}, {self.m_channels * self.row}"))
+
+            def tiles_of(first_panel: str, count: int) -> None:
+                def channel_tile(o: str, rows: int) -> None:
+                    u_o = self.pointer(u_xi, self.value(f"mul i64 {o}, {16 * self.channels}"))
+                    m_o = self.pointer(m_xi, self.value(f"mul i64 {o}, {self.row}"))
+
+                    def panel(p: str) -> None:
+                        t = self.value(f"mul i64 {self.value(f'add i64 {first_panel}, {p}')}, {VECTOR}")
+                        arguments = f"ptr {u_o}, ptr {self.pointer(v_xi, t)}, ptr {self.pointer(m_o, t)}"
+                        self.emit(f"  call void @{self.name}.tile{rows}({arguments})")
+
+                    self.loop(count, panel)
+
+                full = self.out_channels // ROWS
+                self.loop(full, lambda o: channel_tile(self.value(f"mul i64 {o}, {ROWS}"), ROWS))
+                if self.out_channels % ROWS:
+                    channel_tile(str(full * ROWS), self.out_channels % ROWS)
+
+            self.loop(full_blocks, lambda b: tiles_of(self.value(f"mul i64 {b}, {block}"), block))
+            if rest:
+                tiles_of(str(full_blocks * block), rest)
+
+        self.loop(16, transform_element)
+
+    def _gemm_tile(self, rows: int) -> None:
+        """`@name.tile<rows>(u, v, m)`: m[r * row + (0..15)] = sum over c of u[r * 16 C + c] * v[c * row + (0..15)]."""
+        self.define(f"define internal void @{self.name}.tile{rows}(ptr noalias %u, ptr noalias %v, ptr noalias %m) {{")
+
+        def channel(c: str, *sums: str) -> list[str]:
+            tiles = self.fresh()
+            self.emit(load(tiles, self.pointer("%v", self.value(f"mul i64 {c}, {self.row}"))))
+            following = []
+            for r, total in enumerate(sums):
+                weight = self.value(f"load float, ptr {self.pointer('%u', self.value(f'add i64 {c}, {r * 16 * self.channels}'))}, align 4")
+                weights = self.fresh()
+                self.lines += broadcast(weights, weight)
+                following.append(self.fresh())
+                self.emit(fma(following[-1], weights, tiles, total))
+            return following
+
+        sums = self.loop(self.channels, channel, [(VECTOR_TYPE, "zeroinitializer")] * rows)
+        for r, total in enumerate(sums):
+            self.emit(store(total, self.pointer("%m", r * self.row)))
+        self.end()
+
+    # --- stage 3: Y = A^T M A, the epilogue, out ---
+
+    def _output_transform(self, out_n: str) -> None:
+        def channel(o: str) -> None:
+            m_o = self.pointer("%m", self.value(f"mul i64 {o}, {self.row}"))
+            out_o = self.value(f"add i64 {out_n}, {self.value(f'mul i64 {o}, {self.out_h * self.out_w}')}")
+
+            def tile_row(i: str) -> None:
+                m_i = self.pointer(m_o, self.value(f"mul i64 {i}, {self.tile_cols}"))
+                out_i = self.value(f"add i64 {out_o}, {self.value(f'mul i64 {i}, {2 * self.out_w}')}")
+                epilogue = tile_epilogue.TileEpilogue(self, self.epilogue)
+                for vector in range(self.vectors):
+                    m = []
+                    for xi in range(16):
+                        value = self.fresh()
+                        self.emit(load(value, self.pointer(m_i, xi * self.m_channels * self.row + VECTOR * vector)))
+                        m.append(value)
+                    rows = [self._transform(A_T, m[4 * k1 : 4 * k1 + 4]) for k1 in range(4)]
+                    for a, (y0, y1) in enumerate(self._transform(A_T, rows)):
+                        for half, pairs in enumerate((LOW_PAIRS, HIGH_PAIRS)):
+                            column = 2 * VECTOR * vector + VECTOR * half
+                            lanes = min(VECTOR, self.out_w - column)
+                            if lanes <= 0:
+                                continue
+                            y = self.value(f"shufflevector {VECTOR_TYPE} {y0}, {VECTOR_TYPE} {y1}, <16 x i32> {pairs}")
+                            self._store(epilogue, y, o, self.value(f"add i64 {out_i}, {a * self.out_w + column}"), lanes)
+
+            self.loop(self.out_h // 2, tile_row)
+
+        self.loop(self.out_channels, channel)
+
+    def _store(self, epilogue: tile_epilogue.TileEpilogue, vector: str, channel: str, offset: str, lanes: int) -> None:
+        """The epilogue of `vector` (output channel `channel`), stored `offset` floats past %out:
+        its first `lanes` lanes, as a vector of that many floats when not all (`store_first`)."""
+        result = epilogue.apply(vector, channel, offset, lanes, plain=lanes < VECTOR)
+        pointer = self.pointer("%out", offset)
+        if lanes < VECTOR:
+            self.lines += store_first(result, pointer, lanes)
+        else:
+            self.emit(store(result, pointer))
+
+    # --- the direct conv, for images with a non-finite x ---
+
+    def _direct(self, x_n: str, out_n: str) -> None:
+        """out = the 3x3 conv of the padded x at `x_n`, in vectors of 16 output columns, and the epilogue."""
+        plane = self.height * self.width
+        vectors = -(-self.out_w // VECTOR)
+
+        def channel(o: str) -> None:
+            w_o = self.pointer("%w", self.value(f"mul i64 {o}, {self.channels * 9}"))
+            out_o = self.value(f"add i64 {out_n}, {self.value(f'mul i64 {o}, {self.out_h * self.out_w}')}")
+
+            def row(oh: str) -> None:
+                x_row = self.pointer(x_n, self.value(f"mul i64 {oh}, {self.width}"))
+                out_row = self.value(f"add i64 {out_o}, {self.value(f'mul i64 {oh}, {self.out_w}')}")
+                epilogue = tile_epilogue.TileEpilogue(self, self.epilogue)
+                for first in range(0, vectors, 4):
+                    group = range(first, min(vectors, first + 4))
+
+                    def input_channel(c: str, *sums: str) -> list[str]:
+                        x_c = self.pointer(x_row, self.value(f"mul i64 {c}, {plane}"))
+                        w_c = self.pointer(w_o, self.value(f"mul i64 {c}, 9"))
+                        sums = list(sums)
+                        for tap in range(9):
+                            weight = self.value(f"load float, ptr {self.pointer(w_c, tap)}, align 4")
+                            weights = self.fresh()
+                            self.lines += broadcast(weights, weight)
+                            for k, vector in enumerate(group):
+                                pixels = self.fresh()
+                                self.emit(load(pixels, self.pointer(x_c, tap // 3 * self.width + tap % 3 + VECTOR * vector)))
+                                total = self.fresh()
+                                self.emit(fma(total, pixels, weights, sums[k]))
+                                sums[k] = total
+                        return sums
+
+                    sums = self.loop(self.channels, input_channel, [(VECTOR_TYPE, "zeroinitializer")] * len(group))
+                    for total, vector in zip(sums, group):
+                        lanes = min(VECTOR, self.out_w - VECTOR * vector)
+                        self._store(epilogue, total, o, self.value(f"add i64 {out_row}, {VECTOR * vector}"), lanes)
+
+            self.loop(self.out_h, row)
+
+        self.loop(self.out_channels, channel)
