@@ -49,6 +49,8 @@ AVX2's 16 registers, the tile of packed_gemm's AVX2 GEMM."""
 V_BLOCK_BYTES = 256 * 1024
 """Bytes of V[xi] (C x tiles) that one block of the GEMMs reads for every register tile of
 output channels (half of Zen 1's 512 KB L2)."""
+CHUNK_CHANNELS = 16
+"""Output channels at multiples of which a chunk of a split call starts (`ukernels.channel_units`)."""
 SLACK = VECTOR
 """Floats past T in each row of the scratch buffers: a tile row's last vector writes up to 15 past it."""
 

@@ -4,9 +4,9 @@ The lowering gives such a kernel an argument for b's packed panels that names b
 (`graph.pack_panels`); this pass packs b (`packed_gemm.pack_panels`) into the argument's
 constant value (`graph.constant`), as the runtime passes it. Packing happens here, once per
 weight while the weight lives, and not when a backend lowers a group only to see whether it
-can (a 768x3072 b takes about 10 ms to pack). The weights of a conv run as `conv_lanes` are
-packed by the lowering itself (`packed_conv_weights`, a transpose: about 2 ms for 256x256x3x3),
-once per weight too.
+can (a 768x3072 b takes about 10 ms to pack). The weights of a conv run as `conv_lanes` or
+`conv_winograd` are packed by the lowering itself (`packed_conv_weights`: a transpose, about 2 ms
+for 256x256x3x3, or the weight transform), once per weight too.
 
     func.func @matmul_0(%a: memref<2x3xf32>, %p: memref<240xf32> {graph.pack_panels = dense<...> : tensor<3x70xf32>}, ...)
 
@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, Dictionar
 from xdsl.passes import ModulePass
 
 from graphopt.dialects.attributes import dense_from_numpy, dense_to_numpy
-from graphopt.lowering import conv_lanes, packed_gemm
+from graphopt.lowering import conv_lanes, conv_winograd, packed_gemm
 from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR, PACK_ARG_ATTR
 
 _PACKED: weakref.WeakKeyDictionary[DenseIntOrFPElementsAttr, dict[Callable, DenseIntOrFPElementsAttr]] = (
@@ -49,9 +49,26 @@ def packed_panels(b: DenseIntOrFPElementsAttr) -> DenseIntOrFPElementsAttr:
     return _packed_once(b, packed_gemm.pack_panels)
 
 
-def packed_conv_weights(w: DenseIntOrFPElementsAttr) -> DenseIntOrFPElementsAttr:
-    """`conv_lanes.pack` of a conv's constant w."""
-    return _packed_once(w, conv_lanes.pack)
+PACKED_CONV_UKERNELS = {"lanes": conv_lanes, "winograd": conv_winograd}
+"""The conv ukernels (`CpuSchedule.conv_ukernel`) that take w packed at compile time, by their
+module's `pack` and `packed_shape`."""
+READS_UNPACKED_W = frozenset({"winograd"})
+"""Those that read w itself too (`conv_winograd`'s direct conv, for a non-finite x)."""
+
+
+def packed_conv_weights(w: DenseIntOrFPElementsAttr, ukernel: str) -> DenseIntOrFPElementsAttr:
+    """A conv's constant w packed for `ukernel` (`PACKED_CONV_UKERNELS`)."""
+    return _packed_once(w, PACKED_CONV_UKERNELS[ukernel].pack)
+
+
+_FINITE: weakref.WeakKeyDictionary[DenseIntOrFPElementsAttr, bool] = weakref.WeakKeyDictionary()
+
+
+def all_finite(weight: DenseIntOrFPElementsAttr) -> bool:
+    """Whether every value of a constant weight is finite (checked once while the weight lives)."""
+    if weight not in _FINITE:
+        _FINITE[weight] = bool(np.isfinite(dense_to_numpy(weight)).all())
+    return _FINITE[weight]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ the callee's kind writes from its name and argument types:
 Kinds, by the prefix of their names: the packed GEMM (`packed_gemm.py`; its row-major-b
 variant runs convolutions, called as they are), the batched packed GEMM on panels packed at
 run time (`batched_gemm.py`), the direct convolution (`direct_conv.py`), the convolution with
-output channels on the lanes (`conv_lanes.py`), the depthwise convolution (`depthwise_conv.py`),
+output channels on the lanes (`conv_lanes.py`), Winograd's F(2x2, 3x3) (`conv_winograd.py`), the
+depthwise convolution (`depthwise_conv.py`),
 the pools (`pooling.py`) and the sums over planes (`row_sums.py`), the last two called on
 (x, out) alone.
 
@@ -38,7 +39,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, UnitAttr
 from xdsl.ir import SSAValue
 
-from graphopt.lowering import batched_gemm, conv_lanes, depthwise_conv, direct_conv, packed_gemm, pooling, row_sums
+from graphopt.lowering import batched_gemm, conv_lanes, conv_winograd, depthwise_conv, direct_conv, packed_gemm, pooling, row_sums
 
 UKERNEL_ATTR = "graph.ukernel"
 """Marks a declaration (`func.func private`) whose body the JIT generates (`ukernel_ir`)."""
@@ -49,6 +50,7 @@ _KINDS = {
     batched_gemm.PREFIX: batched_gemm,
     direct_conv.PREFIX: direct_conv,
     conv_lanes.PREFIX: conv_lanes,
+    conv_winograd.PREFIX: conv_winograd,
     depthwise_conv.PREFIX: depthwise_conv,
     pooling.PREFIX: pooling,
     row_sums.PREFIX: row_sums,
@@ -77,9 +79,12 @@ class CallOperands(NamedTuple):
     data: SSAValue | None
     """b's panels or the conv's weights (None for a pool or a sum over planes)."""
     per_channel: tuple[SSAValue, ...]
-    """The tile epilogue's operands of one value per output channel."""
+    """The operands of one slice per output channel (along their leading dim) other than the
+    data: `conv_winograd`'s w, then the tile epilogue's operands of one value per output channel."""
     like_out: tuple[SSAValue, ...]
     """The tile epilogue's residual, if it reads one, then out: buffers of out's shape."""
+    scratch: tuple[SSAValue, ...] = ()
+    """Temporaries that the ukernel writes and reads itself, whole in each chunk: `conv_winograd`'s V and M."""
 
 
 def operands(ukernel_call: func.CallOp) -> CallOperands:
@@ -87,8 +92,10 @@ def operands(ukernel_call: func.CallOp) -> CallOperands:
     (a per-channel value of out's shape is a residual to `linalg/epilogue.py` too)."""
     first, *middle, out = ukernel_call.arguments
     data, epilogue = (middle[0], middle[1:]) if middle else (None, [])
+    w, scratch = ([epilogue[0]], tuple(epilogue[1:3])) if _kind(ukernel_call.callee.string_value()) is conv_winograd else ([], ())
+    epilogue = epilogue[len(w) + len(scratch) :]
     residual = tuple(v for v in epilogue if v.type == out.type)
-    return CallOperands(first, data, tuple(v for v in epilogue if v not in residual), (*residual, out))
+    return CallOperands(first, data, (*w, *(v for v in epilogue if v not in residual)), (*residual, out), scratch)
 
 
 def sliced_by_rows(ukernel_call: func.CallOp) -> set[SSAValue]:
@@ -229,7 +236,9 @@ def channel_units(ukernel_call: func.CallOp) -> ChannelUnits | None:
     (`direct_conv.OUT_CHANNELS`; a conv run as the GEMM, whose rows are the output channels,
     anywhere: 16 channels run as 8 + 8, not as 12 + 4 in tiles of `packed_gemm.ROWS`), and
     reads all of its input in each chunk; `conv_lanes` at multiples of its tile of blocks of
-    16 output channels (`conv_lanes.BLOCKS`), its packed weights' blocks.
+    16 output channels (`conv_lanes.BLOCKS`), its packed weights' blocks; `conv_winograd` at
+    multiples of `conv_winograd.CHUNK_CHANNELS` (U, w, the per-channel values and out sliced;
+    each chunk transforms all of x into its own scratch buffers).
 
     The packed GEMM on one row of a (a dense layer at batch 1) splits the same way by out's
     columns, chunks starting at multiples of `packed_gemm.PANEL`: a chunk's columns are its
@@ -243,7 +252,7 @@ def channel_units(ukernel_call: func.CallOp) -> ChannelUnits | None:
         columns, depth = out[-1], inputs[-1]
         padded_columns = packed_gemm.packed_size(depth, columns) // depth  # b's last panel padded
         return ChannelUnits(columns, packed_gemm.PANEL, False, padded_columns) if rows(ukernel_call) == 1 else None
-    if not gemm and _kind(name) not in (direct_conv, depthwise_conv, conv_lanes, pooling, row_sums):
+    if not gemm and _kind(name) not in (direct_conv, depthwise_conv, conv_lanes, conv_winograd, pooling, row_sums):
         return None
     if inputs[0] != 1:
         return None
@@ -253,6 +262,8 @@ def channel_units(ukernel_call: func.CallOp) -> ChannelUnits | None:
     if _kind(name) is conv_lanes:
         lanes = weights[-1]  # output channels per block
         return ChannelUnits(out[1], conv_lanes.BLOCKS * lanes, False, weights[0] * lanes)
+    if _kind(name) is conv_winograd:
+        return ChannelUnits(out[1], conv_winograd.CHUNK_CHANNELS, False, out[1])
     groups = inputs[1] // weights[1]
     if gemm and groups == 1:
         return ChannelUnits(out[1], 1, False, out[1])

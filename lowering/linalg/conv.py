@@ -14,7 +14,7 @@ from xdsl.ir import SSAValue
 from xdsl.ir.affine import AffineExpr
 
 from graphopt.dialects import graph
-from graphopt.lowering import conv_lanes, depthwise_conv, direct_conv, packed_gemm, ukernels
+from graphopt.lowering import conv_lanes, conv_winograd, depthwise_conv, direct_conv, packed_gemm, ukernels
 from graphopt.lowering.linalg.indexing import dims_of, shape_of
 from graphopt.lowering.linalg.reduction import CONTRACT, REASSOC_CONTRACT
 from graphopt.lowering.linalg.scalar import element_of
@@ -69,14 +69,16 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
     `phases` holds x, zero-padded, split by the strides (sh, sw) into phases (a, b), each a
     flat array of rows of R = ceil(padded width / sw) (`_conv_phases`; stride 1: one phase, the
     padded x with its rows flattened), so every tap reads x at stride 1. The conv calls the ukernel
-    that the schedule names (`schedule.conv_ukernel`): "lanes" calls `conv_lanes`, output channels
+    that the schedule names (`schedule.conv_ukernel`): "winograd" calls `conv_winograd` on a
+    zero-padded copy of x (`conv_winograd.padding`), w transformed at compile time
+    (`Kernel.packed_w`), w itself and its two scratch buffers; "lanes" calls `conv_lanes`, output channels
     on the lanes, on the phases (x itself for a 1x1 of stride 1 without padding) and on w packed at
-    compile time (`Kernel.lanes_weights`); "depthwise" calls the depthwise ukernel on x itself,
+    compile time (`Kernel.packed_w`); "depthwise" calls the depthwise ukernel on x itself,
     with no copy; "gemm" calls the packed GEMM ukernel with b row-major (`packed_gemm.ROW_MAJOR`),
     one GEMM per image (and group): out[n] as [O, OH * OW] = w as [O, C * KH * KW] @ b[n]
     (`_gemm_b`); "direct" calls the direct convolution ukernel on the phases (with
     `direct_conv.SLACK` floats more), which keeps its output tiles in registers.
-    All four apply the group's elementwise tail to the
+    All five apply the group's elementwise tail to the
     output vectors when the schedule takes it as a tile epilogue (then the call writes the
     group's result, and this returns True). Otherwise the
     innermost loop runs over all output rows at once, contiguous in x and in a flat accumulator:
@@ -88,10 +90,17 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
     - out[n, o, oh, ow] = acc[n, o, oh * R + ow].
     """
     ukernel = kernel.schedule.conv_ukernel(kernel.group, op)
+    if ukernel == "winograd":
+        padded = padded_copy(kernel, op.x, conv_winograd.padding(shape_of(op.x), op.get("padding")), 0)
+        epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
+        scratch = [kernel.temporary(shape, element_of(out)) for shape in conv_winograd.scratch_shapes(shape_of(op.x)[1], shape_of(out))]
+        operands = [padded, kernel.packed_w[op], kernel.materialize(op.w), *scratch, *epilogue_operands, out]
+        kernel.builder.insert(ukernels.call(conv_winograd.name([v.type for v in operands], epilogue), operands))
+        return bool(epilogue)
     if ukernel == "lanes":
         phases, row = (kernel.materialize(op.x), shape_of(op.x)[3]) if _reads_x_in_place(op) else _conv_phases(kernel, op)
         epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
-        operands = [phases, kernel.lanes_weights[op], *epilogue_operands, out]
+        operands = [phases, kernel.packed_w[op], *epilogue_operands, out]
         name = conv_lanes.name([v.type for v in operands], row, op.get("dilations"), epilogue)
         kernel.builder.insert(ukernels.call(name, operands))
         return bool(epilogue)

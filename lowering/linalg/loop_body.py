@@ -30,8 +30,8 @@ from xdsl.rewriter import InsertPoint
 
 from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy, is_float, is_splat
-from graphopt.lowering import conv_lanes, packed_gemm
-from graphopt.lowering.pack_weights import packed_conv_weights
+from graphopt.lowering import packed_gemm
+from graphopt.lowering.pack_weights import PACKED_CONV_UKERNELS, READS_UNPACKED_W, packed_conv_weights
 from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR, KERNEL_ATTR, PACK_ARG_ATTR, Unsupported
 from graphopt.lowering.linalg.indexing import INDEX_RULES, SELECTING_RULES, dims_of, operand_indices, shape_of
 from graphopt.lowering.linalg.scalar import SCALAR_BUILDERS, element_of
@@ -233,35 +233,38 @@ class Kernel:
         """The loop schedule (`schedule.py`): the CPU's, or plain one-output nests a GPU lowering
         maps onto threads."""
         packed = schedule.packed_matmuls(group)
-        lanes_convs = schedule.lanes_convs(group)
+        packed_convs = schedule.packed_convs(group)
+        packed_only = {op for op, ukernel in packed_convs.items() if ukernel not in READS_UNPACKED_W}
         constants = [
             op.result
             for op in group.ops
             if isinstance(op, graph.ConstantOp)
             and (not is_splat(op.value) or _read_from_memory(op.result))
-            and any((use.operation not in packed and use.operation not in lanes_convs) or use.index != 1 for use in op.result.uses)
+            and any((use.operation not in packed and use.operation not in packed_only) or use.index != 1 for use in op.result.uses)
         ]
         self.weights = list(dict.fromkeys(op.b for op in packed))
         """The constant b of each matmul that runs as the ukernel (packed by pack-weights)."""
         weights = self.weights
-        conv_weights = list(dict.fromkeys(op.w for op in lanes_convs))
+        conv_weights = list(dict.fromkeys((op.w, ukernel) for op, ukernel in packed_convs.items()))
         arg_types = [MemRefType(element_of(v), shape_of(v)) for v in group.inputs + constants]
-        arg_types += [MemRefType(element_of(w), conv_lanes.packed_shape(shape_of(w))) for w in conv_weights]
+        arg_types += [
+            MemRefType(element_of(w), PACKED_CONV_UKERNELS[ukernel].packed_shape(shape_of(w))) for w, ukernel in conv_weights
+        ]
         arg_types += [MemRefType(element_of(b), (packed_gemm.packed_size(*shape_of(b)),)) for b in weights]
         arg_types += [MemRefType(element_of(v), shape_of(v)) for v in group.outputs]
         self.block = Block(arg_types=arg_types)
         self.builder = Builder(InsertPoint.at_end(self.block))
         self.constant_args = [c.owner.value for c in constants]
-        self.constant_args += [packed_conv_weights(group.constant_value(w)) for w in conv_weights]
+        self.constant_args += [packed_conv_weights(group.constant_value(w), ukernel) for w, ukernel in conv_weights]
         """The values of the constant arguments, which follow the inputs (then the panels): the
-        group's constants, then the packed weights of its convs run as `conv_lanes`."""
+        group's constants, then the packed weights of its convs run as `conv_lanes` or `conv_winograd`."""
         args = list(self.block.args)
         self.buffers: dict[SSAValue, SSAValue] = dict(zip(group.inputs + constants, args))
         """Group values already held in a buffer, by value."""
         constants_end = len(group.inputs) + len(constants) + len(conv_weights)
         packed_w = dict(zip(conv_weights, args[len(group.inputs) + len(constants) : constants_end]))
-        self.lanes_weights: dict[graph.Conv2dOp, SSAValue] = {op: packed_w[op.w] for op in lanes_convs}
-        """The packed w (`conv_lanes.pack`) of each conv that runs as the `conv_lanes` ukernel."""
+        self.packed_w: dict[graph.Conv2dOp, SSAValue] = {op: packed_w[op.w, ukernel] for op, ukernel in packed_convs.items()}
+        """The packed w of each conv whose ukernel takes it (`schedule.packed_convs`: `conv_lanes.pack`, `conv_winograd.pack`)."""
         self.panels: dict[SSAValue, SSAValue] = dict(zip(weights, args[constants_end:]))
         """The packed panels (`packed_gemm.pack_panels`) of each constant b of a matmul that runs as the ukernel."""
         self.results = args[constants_end + len(weights) :]

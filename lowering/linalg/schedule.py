@@ -14,10 +14,11 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation
 
 from graphopt.dialects import graph
-from graphopt.lowering import conv_lanes, depthwise_conv, direct_conv, packed_gemm, pooling, row_sums
+from graphopt.lowering import conv_lanes, conv_winograd, depthwise_conv, direct_conv, packed_gemm, pooling, row_sums
 from graphopt.lowering.linalg.epilogue import tile_epilogue_of
 from graphopt.lowering.linalg.indexing import shape_of
 from graphopt.lowering.llvm_text import VECTOR, host_has_avx512
+from graphopt.lowering.pack_weights import PACKED_CONV_UKERNELS, all_finite
 from graphopt.lowering.tile_epilogue import Step
 
 if TYPE_CHECKING:
@@ -74,6 +75,10 @@ def lanes_1x1_positions() -> frozenset[int]:
     return LANES_1X1_POSITIONS if host_has_avx512() else NARROW_REGISTER_LANES_1X1_POSITIONS
 
 
+WINOGRAD_CHANNELS = 32
+"""Input and output channels from which a 3x3 conv runs as `conv_winograd` (`CpuSchedule.winograd_conv`)."""
+
+
 class PlainSchedule:
     """Plain loop nests, one output each: no blocking, no ukernels, NaN-propagating row max."""
 
@@ -97,19 +102,29 @@ class PlainSchedule:
         return False
 
     def conv_ukernel(self, group: Group, op: graph.Conv2dOp) -> str | None:
-        """The ukernel a conv of `group` calls (`linalg/conv.py` dispatches on it): "lanes" (its w
-        a constant that `conv_lanes` takes packed at compile time), else the first of "depthwise",
+        """The ukernel a conv of `group` calls (`linalg/conv.py` dispatches on it): with its w a
+        constant, "winograd" (`conv_winograd`, on w transformed at compile time; w finite) or
+        "lanes" (`conv_lanes`, on w packed at compile time); else the first of "depthwise",
         "gemm" and "direct" whose rule takes it; None for the loop nest."""
-        if group.constant_value(op.w) is not None and self.lanes_conv(op):
+        w = group.constant_value(op.w)
+        if w is not None and self.winograd_conv(op) and all_finite(w):
+            return "winograd"
+        if w is not None and self.lanes_conv(op):
             return "lanes"
         for ukernel, takes in (("depthwise", self.depthwise_conv), ("gemm", self.conv_gemm), ("direct", self.direct_conv)):
             if takes(op):
                 return ukernel
         return None
 
-    def lanes_convs(self, group: Group) -> dict[graph.Conv2dOp, None]:
-        """The group's convs that call the `conv_lanes` ukernel (an ordered set)."""
-        return {op: None for op in group.ops if isinstance(op, graph.Conv2dOp) and self.conv_ukernel(group, op) == "lanes"}
+    def packed_convs(self, group: Group) -> dict[graph.Conv2dOp, str]:
+        """The group's convs whose ukernel takes w packed at compile time (`PACKED_CONV_UKERNELS`),
+        each with its ukernel, in order."""
+        convs = (op for op in group.ops if isinstance(op, graph.Conv2dOp))
+        return {op: ukernel for op in convs if (ukernel := self.conv_ukernel(group, op)) in PACKED_CONV_UKERNELS}
+
+    def winograd_conv(self, op: graph.Conv2dOp) -> bool:
+        """Whether the conv, its w a constant of finite values, calls the `conv_winograd` ukernel."""
+        return False
 
     def lanes_conv(self, op: graph.Conv2dOp) -> bool:
         """Whether the conv, its w a constant, calls the `conv_lanes` ukernel."""
@@ -182,6 +197,18 @@ class CpuSchedule(PlainSchedule):
 
     def direct_conv(self, op: graph.Conv2dOp) -> bool:
         return direct_conv.applies(op.x.type, op.w.type, op.result.type)
+
+    def winograd_conv(self, op: graph.Conv2dOp) -> bool:
+        """Without AVX-512 (not measured there), an f32 3x3 conv of stride 1 and one group with
+        an even number of output rows and columns (`conv_winograd.applies`) and at least
+        WINOGRAD_CHANNELS input and output channels."""
+        out_channels, in_channels, _, _ = shape_of(op.w)
+        attributes = (op.get(key) for key in ("strides", "dilations", "groups"))
+        return (
+            not host_has_avx512()
+            and conv_winograd.applies(op.x.type, op.w.type, op.result.type, *attributes)
+            and min(in_channels, out_channels) >= WINOGRAD_CHANNELS
+        )
 
     def lanes_conv(self, op: graph.Conv2dOp) -> bool:
         """An f32 conv of one group whose output channels fill the ukernel's vectors (at most

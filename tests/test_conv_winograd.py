@@ -1,0 +1,146 @@
+"""The Winograd F(2x2, 3x3) conv ukernel (`conv_winograd`): f32 3x3 convs of stride 1 compiled on the
+cpu backend, against the interpreter (its direct fallback for non-finite x too); its weight
+transform, and the cpu schedule's rule for it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_conv_channel_split import compiled_calls, conv_block
+from test_graph_to_linalg import sample
+from test_packed_gemm import kernels
+from xdsl.dialects import func
+
+import graphopt
+from graphopt.builder import GraphBuilder
+from graphopt.dialects import graph
+from graphopt.lowering import conv_winograd
+from graphopt.lowering.linalg.abi import Group
+from graphopt.lowering.linalg.schedule import WINOGRAD_CHANNELS, CpuSchedule
+from graphopt.lowering.llvm_text import host_has_avx512
+
+RULE = CpuSchedule.winograd_conv
+"""The cpu schedule's own choice (the fixture widens it)."""
+
+
+@pytest.fixture(autouse=True)
+def winograd_whenever_it_applies(monkeypatch):
+    """These are the ukernel's tests: it takes every conv it can run (`conv_winograd.applies`),
+    whatever the channels and the CPU."""
+    monkeypatch.setattr(
+        CpuSchedule,
+        "winograd_conv",
+        lambda self, op: conv_winograd.applies(op.x.type, op.w.type, op.result.type, *(op.get(k) for k in ("strides", "dilations", "groups"))),
+    )
+
+
+def winograd_calls(module) -> list[str]:
+    calls = [op.callee.string_value() for kernel in kernels(module) for op in kernel.walk() if isinstance(op, func.CallOp)]
+    return [name for name in calls if name.startswith(f"{conv_winograd.PREFIX}_")]
+
+
+def check(module, *arrays, threads=1):
+    """The compiled module against the interpreter: rtol 1e-4 (the transforms' adds round
+    differently from the direct sums), and 1e-5 of the largest output absolutely (a sum that
+    cancels keeps the rounding of its terms)."""
+    (expected,) = graphopt.interpret(module, *arrays)
+    (actual,) = graphopt.compile(module, backends=("cpu",), threads=threads)(*arrays)
+    finite = np.isfinite(expected)
+    scale = np.abs(expected[finite]).max() if finite.any() else 1.0
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5 * scale, equal_nan=True)
+    return expected
+
+
+CONVOLUTIONS = [
+    # x, output channels, padding, tail
+    # 37 -> 45 channels (7 tiles of 6 and one of 3 output channels), rows of 7 tiles
+    ((1, 37, 14, 14), 45, (1, 1, 1, 1), "bias_relu"),
+    ((2, 37, 14, 14), 45, (1, 1, 1, 1), "residual_relu"),
+    # one tile per row (OW 2), two images
+    ((2, 8, 2, 2), 13, (1, 1, 1, 1), "bias_relu"),
+    # rows of 17 tiles (OW 34): a vector of 16 and one of 1; 7 channels (one tile of 7 - 6 = 1 row)
+    ((1, 16, 6, 34), 7, (1, 1, 1, 1), "residual_relu"),
+    # rows of 28 tiles (OW 56): 16 + 12
+    ((1, 32, 8, 56), 32, (1, 1, 1, 1), "bias_relu"),
+    # no padding: 10 x 16 -> 8 x 14
+    ((1, 9, 10, 16), 12, (0, 0, 0, 0), "none"),
+    # uneven padding: 7 x 9 -> 8 x 8
+    ((1, 5, 7, 9), 6, (2, 0, 1, 1), "bias"),
+]
+
+
+@pytest.mark.parametrize("x_shape, out_channels, padding, tail", CONVOLUTIONS)
+def test_matches_interpreter(x_shape, out_channels, padding, tail):
+    module = conv_block(x_shape, (out_channels, x_shape[1], 3, 3), padding=padding, epilogue=tail)
+    assert len(winograd_calls(module)) == 1
+    arrays = [sample(x_shape, specials=False)]
+    if tail == "residual_relu":
+        out_h, out_w = (x_shape[2 + axis] + padding[axis] + padding[axis + 2] - 2 for axis in (0, 1))
+        arrays.append(sample((x_shape[0], out_channels, out_h, out_w), seed=4, specials=False))
+    check(module, *arrays)
+
+
+@pytest.mark.parametrize("special", [np.inf, -np.inf, np.nan])
+@pytest.mark.parametrize("image", [0, 1])
+def test_non_finite_x_runs_the_direct_conv_of_its_image(special, image):
+    """An inf in x gives inf in the outputs whose window holds it, not NaN across its tiles (and a NaN
+    stays inside those windows): that image runs as the direct conv, the other one as Winograd."""
+    x_shape = (2, 6, 6, 10)
+    module = conv_block(x_shape, (9, 6, 3, 3), padding=(1, 1, 1, 1), epilogue="bias")
+    x = sample(x_shape, specials=False)
+    x[image, 2, 3, 4] = special
+    x[image, 5, 0, 9] = special  # a corner: its windows reach the padding
+    expected = check(module, x)
+    assert np.isfinite(expected[1 - image]).all()
+    assert (np.isnan(expected[image]) if np.isnan(special) else np.isinf(expected[image])).sum() == 9 * (9 + 4)
+
+
+def test_two_threads_split_by_output_channels(monkeypatch):
+    """45 output channels on two threads: chunks from multiples of CHUNK_CHANNELS, each with
+    its channels of U, w, the bias and out, all of x, and scratch buffers of its own."""
+    module = conv_block((1, 37, 14, 14), (45, 37, 3, 3), padding=(1, 1, 1, 1), epilogue="residual_relu")
+    arrays = [sample((1, 37, 14, 14), specials=False), sample((1, 45, 14, 14), seed=4, specials=False)]
+    executable, calls = compiled_calls(monkeypatch, module, *arrays)
+    (step,) = executable.steps
+    assert [begin for _, begin in step.kernel.chunks] == [0, 32]
+    assert all(callee.startswith(f"{conv_winograd.PREFIX}_") for callee in calls.values())
+    assert sorted(callee.split("_1x37x")[1].split("_")[1] for callee in calls.values()) == ["13x16x37", "32x16x37", "45x16x37"]
+    x = arrays[0].copy()
+    x[0, 3, 5, 5] = np.inf
+    check(module, x, arrays[1], threads=2)
+
+
+def test_pack_transforms_each_output_and_input_channel():
+    w = sample((5, 3, 3, 3), specials=False)
+    u = conv_winograd.pack(w)
+    assert u.shape == conv_winograd.packed_shape(w.shape) == (5, 16, 3)
+    o, c = 4, 2
+    np.testing.assert_allclose(u[o, :, c].reshape(4, 4), conv_winograd.G @ w[o, c] @ conv_winograd.G.T, rtol=1e-6)
+
+
+def conv_group(x_shape, out_channels, strides=(1, 1), window=3, w_value=0.5) -> tuple[Group, graph.Conv2dOp]:
+    """A group of one conv whose w, a constant of `w_value`, is inside it."""
+    g = GraphBuilder()
+    w = g.constant(np.full((out_channels, x_shape[1], window, window), w_value, np.float32))
+    y = g.conv2d(g.input("x", x_shape), w, strides=strides, padding=(1, 1, 1, 1) if window == 3 else (0, 0, 0, 0))
+    module = g.finish(y)
+    op = next(op for op in module.walk() if isinstance(op, graph.Conv2dOp))
+    return Group("g", [op.x], [op.w.owner, op], [op.result], {}), op
+
+
+def test_rule_takes_the_3x3s_of_stride_1_with_even_outputs_and_enough_channels(monkeypatch):
+    """On CPUs without AVX-512 (AVX-512's IR stays as it was: not measured there)."""
+    monkeypatch.setattr(CpuSchedule, "winograd_conv", RULE)
+    picked = {
+        case: CpuSchedule().conv_ukernel(*conv_group(*shape)) == "winograd"
+        for case, shape in {
+            "64 -> 64 at 56": ((1, 64, 56, 56), 64),
+            "stride 2": ((1, 64, 56, 56), 64, (2, 2)),
+            "1x1": ((1, 64, 56, 56), 64, (1, 1), 1),
+            "odd rows": ((1, 64, 7, 7), 64),
+            "few input channels": ((1, WINOGRAD_CHANNELS - 1, 56, 56), 64),
+            "few output channels": ((1, 64, 56, 56), WINOGRAD_CHANNELS - 1),
+            "w not finite": ((1, 64, 56, 56), 64, (1, 1), 3, np.inf),
+        }.items()
+    }
+    assert picked == {case: case == "64 -> 64 at 56" and not host_has_avx512() for case in picked}
