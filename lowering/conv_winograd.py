@@ -10,7 +10,7 @@ channels is a slice), w itself, and two scratch buffers it allocates (`scratch_s
     func.call @graphopt_sconv_wino_eaddAP0.maxS0C00000000_1x64x59x59_64x16x64_64x64x3x3_16x64x800_16x64x800_64x1x1_1x64x56x56(
         %x_padded, %u, %w, %v, %m, %bias, %out)
 
-Per image, three stages (T = OH/2 * OW/2 tiles, rows of the scratch buffers T + 16 floats):
+Per image, three stages (T = OH/2 * OW/2 tiles; rows of the scratch buffers at least T + 16 floats, `scratch_row`):
 
 1. input transform: for each input channel and tile row, vectors of 16 tiles: each of the
    tile's 4 input rows is loaded as 32 floats at column 2j and at 2j + 2 and split into even and
@@ -52,7 +52,9 @@ output channels (half of Zen 1's 512 KB L2)."""
 CHUNK_CHANNELS = 16
 """Output channels at multiples of which a chunk of a split call starts (`ukernels.channel_units`)."""
 SLACK = VECTOR
-"""Floats past T in each row of the scratch buffers: a tile row's last vector writes up to 15 past it."""
+"""Floats past a band's tiles in each row of the scratch buffer: a tile row's last vector writes up to 15 past them."""
+SCRATCH_BYTES = 4 << 20
+"""Bytes of the scratch buffer (V and M of a band of tile rows, `band_rows`) at most, unless one tile row needs more."""
 
 G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
 """The weight transform: U = G w G^T (4x4 per output and input channel)."""
@@ -103,15 +105,35 @@ def pack(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(u.reshape(packed_shape(w.shape)).astype(w.dtype))
 
 
-def scratch_shapes(channels: int, out_shape: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The shapes of V [16, C, T + SLACK] and M [16, O, T + SLACK] for `channels` input channels."""
+def band_rows(channels: int, out_shape: Sequence[int]) -> int:
+    """Tile rows per band: the most whose scratch (V and M, 64 (C + O) bytes a tile) fits in
+    SCRATCH_BYTES, at least one."""
     _, out_channels, out_h, out_w = out_shape
-    tiles = out_h // 2 * (out_w // 2) + SLACK
-    return (16, channels, tiles), (16, out_channels, tiles)
+    tile_bytes = 16 * 4 * (channels + out_channels)
+    return max(1, min(out_h // 2, SCRATCH_BYTES // (tile_bytes * (out_w // 2))))
+
+
+def scratch_shape(channels: int, out_shape: Sequence[int]) -> tuple[int, int, int]:
+    """The shape of the scratch buffer [16, C + O, R] for `channels` input channels: V [16, C, R]
+    then M [16, O, R] of a band's tiles (`band_rows`), R = `scratch_row`."""
+    _, out_channels, _, out_w = out_shape
+    tiles = band_rows(channels, out_shape) * (out_w // 2)
+    return (16, channels + out_channels, scratch_row(tiles, channels + out_channels))
+
+
+def scratch_row(tiles: int, channels: int) -> int:
+    """Floats per row of a scratch buffer [16, channels, R] of `tiles` tiles: at least tiles +
+    SLACK, and of those up to 15 more the one that puts the 16 rows (xi) of one channel on the
+    most L1 sets (4 KB apart, 64-byte lines): stage 1 stores and stage 3 loads all 16 at once."""
+
+    def sets(row: int) -> int:
+        return len({xi * channels * row // 16 % 64 for xi in range(16)})
+
+    return max(range(tiles + SLACK, tiles + SLACK + VECTOR), key=sets)
 
 
 def name(types: Sequence[MemRefType], epilogue: Sequence[tile_epilogue.Step] = ()) -> str:
-    """The ukernel's name for a call on memrefs (x padded, U, w, V, M, epilogue operands..., out),
+    """The ukernel's name for a call on memrefs (x padded, U, w, scratch, epilogue operands..., out),
     applying `epilogue` before each store."""
     shapes = "_".join("x".join(map(str, t.get_shape())) for t in types)
     steps = f"_e{tile_epilogue.token(epilogue)}" if epilogue else ""
@@ -130,7 +152,7 @@ def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
 
 
 def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
-    """LLVM IR defining `void @name_(ptr x, ptr u, ptr w, ptr v, ptr m, <the tile epilogue's operands>, ptr out)`."""
+    """LLVM IR defining `void @name_(ptr x, ptr u, ptr w, ptr scratch, <the tile epilogue's operands>, ptr out)`."""
     return _Ukernel(name_, types).text()
 
 
@@ -139,14 +161,16 @@ class _Ukernel(LLVMText):
         super().__init__()
         self.name = name_
         self.epilogue = epilogue_of(name_)
-        x, _, _, v, m = (t.get_shape() for t in types[:5])
+        x, _, _, scratch = (t.get_shape() for t in types[:4])
         self.batch, self.channels, self.height, self.width = x
         _, self.out_channels, self.out_h, self.out_w = types[-1].get_shape()
+        _, scratch_channels, self.row = scratch
+        self.transform_stride = scratch_channels * self.row
+        """Floats between consecutive xi of V and of M (rows of `row` floats)."""
+        self.m_offset = self.channels * self.row
+        """M's offset in the scratch buffer (after V)."""
         self.tile_cols = self.out_w // 2
-        self.tiles = self.out_h // 2 * self.tile_cols
-        self.row = v[2]
-        """Floats between the rows of V and M (T + SLACK)."""
-        self.m_channels = m[1]
+        self.band = band_rows(self.channels, (1, scratch_channels - self.channels, self.out_h, self.out_w))
         self.vectors = -(-self.tile_cols // VECTOR)
         """Vectors of 16 tiles per tile row."""
 
@@ -159,36 +183,48 @@ class _Ukernel(LLVMText):
     def _main(self) -> None:
         epilogue = tile_epilogue.parameters(self.epilogue, "noalias ")
         self.define(
-            f"define void @{self.name}(ptr noalias %x, ptr noalias %u, ptr noalias %w, ptr noalias %v, "
-            f"ptr noalias %m{epilogue}, ptr noalias %out) {{"
+            f"define void @{self.name}(ptr noalias %x, ptr noalias %u, ptr noalias %w, ptr noalias %s{epilogue}, ptr noalias %out) {{"
         )
 
         def image(n: str) -> None:
             x_n = self.pointer("%x", self.value(f"mul i64 {n}, {self.channels * self.height * self.width}"))
             out_n = self.value(f"mul i64 {n}, {self.out_channels * self.out_h * self.out_w}")
-            total = self._input_transform(x_n)
-            zero = self.value(f"fmul {VECTOR_TYPE} {total}, zeroinitializer")
-            lanes = self.value(f"fcmp uno {VECTOR_TYPE} {zero}, {zero}")
-            any_nan = self.value(f"icmp ne i16 {self.value(f'bitcast <16 x i1> {lanes} to i16')}, 0")
-
-            def winograd() -> None:
-                self._gemms()
-                self._output_transform(out_n)
-
-            self.branch(any_nan, lambda: self._direct(x_n, out_n), winograd)
+            tile_rows = self.out_h // 2
+            full = tile_rows // self.band
+            self.loop(full, lambda b: self._band(x_n, out_n, self.value(f"mul i64 {b}, {self.band}"), self.band))
+            if tile_rows % self.band:
+                self._band(x_n, out_n, str(full * self.band), tile_rows % self.band)
 
         self.loop(self.batch, image)
         self.end()
 
+    def _band(self, x_n: str, out_n: str, first: str, rows: int) -> None:
+        """The `rows` tile rows from tile row `first` (a value) of the image at `x_n`, out from
+        `out_n` floats past %out: stage 1, then the direct conv of their output rows where x
+        holds a non-finite value, else stages 2 and 3."""
+        x_band = self.pointer(x_n, self.value(f"mul i64 {first}, {2 * self.width}"))
+        out_band = self.value(f"add i64 {out_n}, {self.value(f'mul i64 {first}, {2 * self.out_w}')}")
+        total = self._input_transform(x_band, rows)
+        zero = self.value(f"fmul {VECTOR_TYPE} {total}, zeroinitializer")
+        lanes = self.value(f"fcmp uno {VECTOR_TYPE} {zero}, {zero}")
+        any_nan = self.value(f"icmp ne i16 {self.value(f'bitcast <16 x i1> {lanes} to i16')}, 0")
+
+        def winograd() -> None:
+            self._gemms(rows * self.tile_cols)
+            self._output_transform(out_band, rows)
+
+        self.branch(any_nan, lambda: self._direct(x_band, out_band, 2 * rows), winograd)
+
     # --- stage 1: V = B^T d B ---
 
-    def _input_transform(self, x_n: str) -> str:
-        """Stage 1 for the image at `x_n`; returns the sum of the floats it loaded (a vector)."""
+    def _input_transform(self, x_band: str, rows: int) -> str:
+        """Stage 1 for `rows` tile rows whose first input row is at `x_band`; returns the sum of
+        the floats it loaded (a vector)."""
         plane = self.height * self.width
 
         def channel(c: str, total: str) -> list[str]:
-            x_c = self.pointer(x_n, self.value(f"mul i64 {c}, {plane}"))
-            v_c = self.pointer("%v", self.value(f"mul i64 {c}, {self.row}"))
+            x_c = self.pointer(x_band, self.value(f"mul i64 {c}, {plane}"))
+            v_c = self.pointer("%s", self.value(f"mul i64 {c}, {self.row}"))
 
             def tile_row(i: str, total: str) -> list[str]:
                 x_i = self.pointer(x_c, self.value(f"mul i64 {i}, {2 * self.width}"))
@@ -197,7 +233,7 @@ class _Ukernel(LLVMText):
                     total = self._input_tiles(self.pointer(x_i, 2 * VECTOR * vector), self.pointer(v_i, VECTOR * vector), total)
                 return [total]
 
-            return self.loop(self.out_h // 2, tile_row, [(VECTOR_TYPE, total)])
+            return self.loop(rows, tile_row, [(VECTOR_TYPE, total)])
 
         (total,) = self.loop(self.channels, channel, [(VECTOR_TYPE, "zeroinitializer")])
         return total
@@ -222,7 +258,7 @@ class _Ukernel(LLVMText):
             total = self.value(f"fadd {VECTOR_TYPE} {total}, {row_sum}")
         for k1, transformed in enumerate(self._transform(B_T, rows)):
             for k2, value in enumerate(transformed):
-                self.emit(store(value, self.pointer(v_at, (4 * k1 + k2) * self.channels * self.row)))
+                self.emit(store(value, self.pointer(v_at, (4 * k1 + k2) * self.transform_stride)))
         return total
 
     def _transform(self, matrix: Sequence[Sequence[int]], values: Sequence) -> list:
@@ -246,15 +282,16 @@ class _Ukernel(LLVMText):
 
     # --- stage 2: M[xi] = U[:, xi, :] @ V[xi] ---
 
-    def _gemms(self) -> None:
-        panels = -(-self.tiles // VECTOR)
+    def _gemms(self, tiles: int) -> None:
+        """Stage 2 for a band of `tiles` tiles."""
+        panels = -(-tiles // VECTOR)
         block = max(1, min(panels, V_BLOCK_BYTES // (self.channels * VECTOR * 4)))
         full_blocks, rest = divmod(panels, block)
 
         def transform_element(xi: str) -> None:
             u_xi = self.pointer("%u", self.value(f"mul i64 {xi}, {self.channels}"))
-            v_xi = self.pointer("%v", self.value(f"mul i64 {xi}, {self.channels * self.row}"))
-            m_xi = self.pointer("%m", self.value(f"mul i64 {xi}, {self.m_channels * self.row}"))
+            v_xi = self.pointer("%s", self.value(f"mul i64 {xi}, {self.transform_stride}"))
+            m_xi = self.pointer(v_xi, self.m_offset)
 
             def tiles_of(first_panel: str, count: int) -> None:
                 def channel_tile(o: str, rows: int) -> None:
@@ -280,7 +317,7 @@ class _Ukernel(LLVMText):
         self.loop(16, transform_element)
 
     def _gemm_tile(self, rows: int) -> None:
-        """`@name.tile<rows>(u, v, m)`: m[r * row + (0..15)] = sum over c of u[r * 16 C + c] * v[c * row + (0..15)]."""
+        """`@name.tile<rows>(u, v, m)`: m[r R + (0..15)] = sum over c of u[r 16 C + c] * v[c R + (0..15)]."""
         self.define(f"define internal void @{self.name}.tile{rows}(ptr noalias %u, ptr noalias %v, ptr noalias %m) {{")
 
         def channel(c: str, *sums: str) -> list[str]:
@@ -302,10 +339,12 @@ class _Ukernel(LLVMText):
 
     # --- stage 3: Y = A^T M A, the epilogue, out ---
 
-    def _output_transform(self, out_n: str) -> None:
+    def _output_transform(self, out_band: str, rows: int) -> None:
+        """Stage 3 for `rows` tile rows, out from `out_band` floats past %out."""
+
         def channel(o: str) -> None:
-            m_o = self.pointer("%m", self.value(f"mul i64 {o}, {self.row}"))
-            out_o = self.value(f"add i64 {out_n}, {self.value(f'mul i64 {o}, {self.out_h * self.out_w}')}")
+            m_o = self.pointer("%s", self.value(f"add i64 {self.value(f'mul i64 {o}, {self.row}')}, {self.m_offset}"))
+            out_o = self.value(f"add i64 {out_band}, {self.value(f'mul i64 {o}, {self.out_h * self.out_w}')}")
 
             def tile_row(i: str) -> None:
                 m_i = self.pointer(m_o, self.value(f"mul i64 {i}, {self.tile_cols}"))
@@ -315,7 +354,7 @@ class _Ukernel(LLVMText):
                     m = []
                     for xi in range(16):
                         value = self.fresh()
-                        self.emit(load(value, self.pointer(m_i, xi * self.m_channels * self.row + VECTOR * vector)))
+                        self.emit(load(value, self.pointer(m_i, xi * self.transform_stride + VECTOR * vector)))
                         m.append(value)
                     rows = [self._transform(A_T, m[4 * k1 : 4 * k1 + 4]) for k1 in range(4)]
                     for a, (y0, y1) in enumerate(self._transform(A_T, rows)):
@@ -327,7 +366,7 @@ class _Ukernel(LLVMText):
                             y = self.value(f"shufflevector {VECTOR_TYPE} {y0}, {VECTOR_TYPE} {y1}, <16 x i32> {pairs}")
                             self._store(epilogue, y, o, self.value(f"add i64 {out_i}, {a * self.out_w + column}"), lanes)
 
-            self.loop(self.out_h // 2, tile_row)
+            self.loop(rows, tile_row)
 
         self.loop(self.out_channels, channel)
 
@@ -341,19 +380,20 @@ class _Ukernel(LLVMText):
         else:
             self.emit(store(result, pointer))
 
-    # --- the direct conv, for images with a non-finite x ---
+    # --- the direct conv, for bands whose x holds a non-finite value ---
 
-    def _direct(self, x_n: str, out_n: str) -> None:
-        """out = the 3x3 conv of the padded x at `x_n`, in vectors of 16 output columns, and the epilogue."""
+    def _direct(self, x_band: str, out_band: str, out_rows: int) -> None:
+        """`out_rows` output rows from `out_band` floats past %out: the 3x3 conv of the padded x
+        from `x_band`, in vectors of 16 output columns, and the epilogue."""
         plane = self.height * self.width
         vectors = -(-self.out_w // VECTOR)
 
         def channel(o: str) -> None:
             w_o = self.pointer("%w", self.value(f"mul i64 {o}, {self.channels * 9}"))
-            out_o = self.value(f"add i64 {out_n}, {self.value(f'mul i64 {o}, {self.out_h * self.out_w}')}")
+            out_o = self.value(f"add i64 {out_band}, {self.value(f'mul i64 {o}, {self.out_h * self.out_w}')}")
 
             def row(oh: str) -> None:
-                x_row = self.pointer(x_n, self.value(f"mul i64 {oh}, {self.width}"))
+                x_row = self.pointer(x_band, self.value(f"mul i64 {oh}, {self.width}"))
                 out_row = self.value(f"add i64 {out_o}, {self.value(f'mul i64 {oh}, {self.out_w}')}")
                 epilogue = tile_epilogue.TileEpilogue(self, self.epilogue)
                 for first in range(0, vectors, 4):
@@ -380,6 +420,6 @@ class _Ukernel(LLVMText):
                         lanes = min(VECTOR, self.out_w - VECTOR * vector)
                         self._store(epilogue, total, o, self.value(f"add i64 {out_row}, {VECTOR * vector}"), lanes)
 
-            self.loop(self.out_h, row)
+            self.loop(out_rows, row)
 
         self.loop(self.out_channels, channel)

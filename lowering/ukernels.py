@@ -84,7 +84,7 @@ class CallOperands(NamedTuple):
     like_out: tuple[SSAValue, ...]
     """The tile epilogue's residual, if it reads one, then out: buffers of out's shape."""
     scratch: tuple[SSAValue, ...] = ()
-    """Temporaries that the ukernel writes and reads itself, whole in each chunk: `conv_winograd`'s V and M."""
+    """Temporaries that the ukernel writes and reads itself, whole in each chunk: `conv_winograd`'s scratch buffer."""
 
 
 def operands(ukernel_call: func.CallOp) -> CallOperands:
@@ -92,7 +92,7 @@ def operands(ukernel_call: func.CallOp) -> CallOperands:
     (a per-channel value of out's shape is a residual to `linalg/epilogue.py` too)."""
     first, *middle, out = ukernel_call.arguments
     data, epilogue = (middle[0], middle[1:]) if middle else (None, [])
-    w, scratch = ([epilogue[0]], tuple(epilogue[1:3])) if _kind(ukernel_call.callee.string_value()) is conv_winograd else ([], ())
+    w, scratch = ([epilogue[0]], (epilogue[1],)) if _kind(ukernel_call.callee.string_value()) is conv_winograd else ([], ())
     epilogue = epilogue[len(w) + len(scratch) :]
     residual = tuple(v for v in epilogue if v.type == out.type)
     return CallOperands(first, data, (*w, *(v for v in epilogue if v not in residual)), (*residual, out), scratch)
@@ -238,7 +238,7 @@ def channel_units(ukernel_call: func.CallOp) -> ChannelUnits | None:
     reads all of its input in each chunk; `conv_lanes` at multiples of its tile of blocks of
     16 output channels (`conv_lanes.BLOCKS`), its packed weights' blocks; `conv_winograd` at
     multiples of `conv_winograd.CHUNK_CHANNELS` (U, w, the per-channel values and out sliced;
-    each chunk transforms all of x into its own scratch buffers).
+    each chunk transforms all of x in its own scratch buffer).
 
     The packed GEMM on one row of a (a dense layer at batch 1) splits the same way by out's
     columns, chunks starting at multiples of `packed_gemm.PANEL`: a chunk's columns are its

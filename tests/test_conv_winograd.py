@@ -18,6 +18,7 @@ from graphopt.lowering import conv_winograd
 from graphopt.lowering.linalg.abi import Group
 from graphopt.lowering.linalg.schedule import WINOGRAD_CHANNELS, CpuSchedule
 from graphopt.lowering.llvm_text import host_has_avx512
+from graphopt.runtime import jit
 
 RULE = CpuSchedule.winograd_conv
 """The cpu schedule's own choice (the fixture widens it)."""
@@ -95,9 +96,25 @@ def test_non_finite_x_runs_the_direct_conv_of_its_image(special, image):
     assert (np.isnan(expected[image]) if np.isnan(special) else np.isinf(expected[image])).sum() == 9 * (9 + 4)
 
 
+def test_bands_of_tile_rows(monkeypatch):
+    """A scratch buffer of 2 tile rows (`band_rows`): 14 output rows in 3 bands of 2 tile rows and
+    one of 1; an inf in the third band's x runs its 4 output rows, and the rows of the bands
+    whose 4x4 tiles reach it (the 2 rows before), as the direct conv."""
+    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
+    monkeypatch.setattr(jit, "_cache", {})
+    x_shape = (1, 6, 14, 10)
+    monkeypatch.setattr(conv_winograd, "SCRATCH_BYTES", 16 * 4 * (6 + 9) * 5 * 2)
+    assert conv_winograd.band_rows(6, (1, 9, 14, 10)) == 2
+    module = conv_block(x_shape, (9, 6, 3, 3), padding=(1, 1, 1, 1), epilogue="bias_relu")
+    x = sample(x_shape, specials=False)
+    check(module, x)
+    x[0, 1, 9, 3] = np.inf
+    check(module, x)
+
+
 def test_two_threads_split_by_output_channels(monkeypatch):
     """45 output channels on two threads: chunks from multiples of CHUNK_CHANNELS, each with
-    its channels of U, w, the bias and out, all of x, and scratch buffers of its own."""
+    its channels of U, w, the residual and out, all of x, and a scratch buffer of its own."""
     module = conv_block((1, 37, 14, 14), (45, 37, 3, 3), padding=(1, 1, 1, 1), epilogue="residual_relu")
     arrays = [sample((1, 37, 14, 14), specials=False), sample((1, 45, 14, 14), seed=4, specials=False)]
     executable, calls = compiled_calls(monkeypatch, module, *arrays)

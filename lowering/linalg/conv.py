@@ -71,7 +71,7 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
     padded x with its rows flattened), so every tap reads x at stride 1. The conv calls the ukernel
     that the schedule names (`schedule.conv_ukernel`): "winograd" calls `conv_winograd` on a
     zero-padded copy of x (`conv_winograd.padding`), w transformed at compile time
-    (`Kernel.packed_w`), w itself and its two scratch buffers; "lanes" calls `conv_lanes`, output channels
+    (`Kernel.packed_w`), w itself and its scratch buffer; "lanes" calls `conv_lanes`, output channels
     on the lanes, on the phases (x itself for a 1x1 of stride 1 without padding) and on w packed at
     compile time (`Kernel.packed_w`); "depthwise" calls the depthwise ukernel on x itself,
     with no copy; "gemm" calls the packed GEMM ukernel with b row-major (`packed_gemm.ROW_MAJOR`),
@@ -93,8 +93,8 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
     if ukernel == "winograd":
         padded = padded_copy(kernel, op.x, conv_winograd.padding(shape_of(op.x), op.get("padding")), 0)
         epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
-        scratch = [kernel.temporary(shape, element_of(out)) for shape in conv_winograd.scratch_shapes(shape_of(op.x)[1], shape_of(out))]
-        operands = [padded, kernel.packed_w[op], kernel.materialize(op.w), *scratch, *epilogue_operands, out]
+        scratch = kernel.temporary(conv_winograd.scratch_shape(shape_of(op.x)[1], shape_of(out)), element_of(out))
+        operands = [padded, kernel.packed_w[op], kernel.materialize(op.w), scratch, *epilogue_operands, out]
         kernel.builder.insert(ukernels.call(conv_winograd.name([v.type for v in operands], epilogue), operands))
         return bool(epilogue)
     if ukernel == "lanes":

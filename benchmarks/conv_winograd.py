@@ -1,0 +1,98 @@
+"""The Winograd F(2x2, 3x3) conv ukernel (lowering/conv_winograd.py) against the one it replaces
+(`conv_lanes`) and ONNX Runtime, on the 3x3s of stride 1 of ResNet-18/50, VGG-19 and Inception-v2.
+
+    python benchmarks/conv_winograd.py [--seconds 2] [--threads 1] [--shapes 0:3]
+
+For each shape (batch 1, padding 1), an ONNX model Conv (with bias) -> Relu, compiled twice by
+graphopt in this process (kernel caches off): with the cpu schedule's Winograd rule taking every
+conv it can (`schedule.WINOGRAD_CHANNELS` 1) and taking none, and run by ONNX Runtime at the same
+thread count. Interleaved medians (benchmarks/timing.py; at one thread of the calling thread's
+CPU time, `time.thread_time`); prints ms and the ratios; the outputs are checked against ORT's.
+"""
+
+import argparse
+import time
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+import graphopt
+from graphopt.lowering.linalg import schedule
+from graphopt.runtime import jit
+from graphopt.runtime.arrays import aligned_array, aligned_empty
+
+from end_to_end import onnxruntime_session
+from timing import interleaved_medians
+
+SHAPES = [
+    # (in channels, out channels, height = width)
+    (64, 64, 56), (128, 128, 28), (256, 256, 14),  # ResNet-18/50
+    (64, 64, 224), (64, 128, 112), (128, 128, 112), (128, 256, 56), (256, 256, 56), (256, 512, 28), (512, 512, 28),
+    (512, 512, 14),  # VGG-19
+    (64, 192, 56), (64, 64, 28), (64, 96, 28), (96, 96, 28), (64, 96, 14), (96, 128, 14), (128, 128, 14),
+    (128, 160, 14), (160, 160, 14), (128, 192, 14), (160, 192, 14), (192, 192, 14), (192, 256, 14),  # Inception-v2
+]
+
+
+def model(channels: int, out_channels: int, size: int) -> onnx.ModelProto:
+    rng = np.random.default_rng(0)
+    w = (rng.standard_normal((out_channels, channels, 3, 3)) / np.sqrt(9 * channels)).astype(np.float32)
+    bias = rng.standard_normal(out_channels).astype(np.float32)
+    graph = helper.make_graph(
+        [
+            helper.make_node("Conv", ["x", "w", "bias"], ["y"], pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["y"], ["out"]),
+        ],
+        "conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels, size, size])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, out_channels, size, size])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "bias")],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def compiled(proto: onnx.ModelProto, threads: int, winograd: bool):
+    """The model compiled with the Winograd rule taking every conv it can, or none."""
+    previous = schedule.WINOGRAD_CHANNELS
+    schedule.WINOGRAD_CHANNELS = 1 if winograd else 1 << 30
+    jit._cache.clear()
+    try:
+        return graphopt.compile(graphopt.from_onnx(proto), backends=("cpu",), threads=threads)
+    finally:
+        schedule.WINOGRAD_CHANNELS = previous
+
+
+def compare(channels: int, out_channels: int, size: int, threads: int, seconds: float) -> str:
+    proto = model(channels, out_channels, size)
+    x = aligned_array(np.random.default_rng(1).standard_normal((1, channels, size, size)).astype(np.float32))
+    session = onnxruntime_session(proto, threads)
+    expected = session.run(None, {"x": x})[0]
+    outputs = {side: aligned_empty(expected.shape, np.float32) for side in ("lanes", "winograd")}
+    executables = {side: compiled(proto, threads, side == "winograd") for side in outputs}
+    calls = {side: (lambda e=executables[side], o=outputs[side]: e(x, out=[o])) for side in outputs}
+    calls["ort"] = lambda: session.run(None, {"x": x})
+    for side in outputs:
+        calls[side]()
+        np.testing.assert_allclose(outputs[side], expected, rtol=1e-3, atol=1e-3)
+    clock = time.thread_time if threads == 1 else time.perf_counter
+    times = interleaved_medians(calls, seconds, clock=clock)
+    lanes, winograd, ort = (times[side] * 1e3 for side in ("lanes", "winograd", "ort"))
+    name = f"{channels}->{out_channels} at {size}"
+    return f"{name:18s} {lanes:9.3f} {winograd:9.3f} {ort:9.3f}   {winograd / lanes:5.2f}   {winograd / ort:5.2f}   {lanes / ort:5.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=2.0, help="timing per shape")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--shapes", default=":", help="a slice of SHAPES, e.g. 0:3")
+    args = parser.parse_args()
+    start, stop = (int(i) if i else None for i in args.shapes.split(":"))
+    print(f"{'conv':18s} {'lanes ms':>9s} {'wino ms':>9s} {'ORT ms':>9s}   wino/lanes wino/ORT lanes/ORT")
+    for shape in SHAPES[start:stop]:
+        print(compare(*shape, args.threads, args.seconds), flush=True)
+
+
+if __name__ == "__main__":
+    main()
