@@ -2,12 +2,18 @@
 (`conv_lanes`) and ONNX Runtime, on the 3x3s of stride 1 of ResNet-18/50, VGG-19 and Inception-v2.
 
     python benchmarks/conv_winograd.py [--seconds 2] [--threads 1] [--shapes 0:3]
+    python benchmarks/conv_winograd.py --models resnet18_ish,resnet50 [--threads 2] [--repeat 6]
 
 For each shape (batch 1, padding 1), an ONNX model Conv (with bias) -> Relu, compiled twice by
 graphopt in this process (kernel caches off): with the cpu schedule's Winograd rule taking every
 conv it can (`schedule.WINOGRAD_CHANNELS` 1) and taking none, and run by ONNX Runtime at the same
 thread count. Interleaved medians (benchmarks/timing.py; at one thread of the calling thread's
 CPU time, `time.thread_time`); prints ms and the ratios; the outputs are checked against ORT's.
+
+--models: whole models (benchmarks/models.py's), compiled as models.py does (backends cpu and
+blas) with the rule as the schedule sets it and taking no conv, and ORT; --repeat blocks of 4
+calls each, interleaved (wall time); prints ms, the ratios and the largest difference from ORT's
+output relative to its largest magnitude.
 """
 
 import argparse
@@ -52,15 +58,19 @@ def model(channels: int, out_channels: int, size: int) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def compiled(proto: onnx.ModelProto, threads: int, winograd: bool):
-    """The model compiled with the Winograd rule taking every conv it can, or none."""
+def compiled(proto: onnx.ModelProto, threads: int, channels: int, backends=("cpu",)):
+    """The model compiled with the Winograd rule taking the convs of at least `channels` input
+    and output channels (1: every conv it can; NEVER: none)."""
     previous = schedule.WINOGRAD_CHANNELS
-    schedule.WINOGRAD_CHANNELS = 1 if winograd else 1 << 30
+    schedule.WINOGRAD_CHANNELS = channels
     jit._cache.clear()
     try:
-        return graphopt.compile(graphopt.from_onnx(proto), backends=("cpu",), threads=threads)
+        return graphopt.compile(graphopt.from_onnx(proto), backends=backends, threads=threads)
     finally:
         schedule.WINOGRAD_CHANNELS = previous
+
+
+NEVER = 1 << 30
 
 
 def compare(channels: int, out_channels: int, size: int, threads: int, seconds: float) -> str:
@@ -69,7 +79,7 @@ def compare(channels: int, out_channels: int, size: int, threads: int, seconds: 
     session = onnxruntime_session(proto, threads)
     expected = session.run(None, {"x": x})[0]
     outputs = {side: aligned_empty(expected.shape, np.float32) for side in ("lanes", "winograd")}
-    executables = {side: compiled(proto, threads, side == "winograd") for side in outputs}
+    executables = {side: compiled(proto, threads, 1 if side == "winograd" else NEVER) for side in outputs}
     calls = {side: (lambda e=executables[side], o=outputs[side]: e(x, out=[o])) for side in outputs}
     calls["ort"] = lambda: session.run(None, {"x": x})
     for side in outputs:
@@ -82,12 +92,38 @@ def compare(channels: int, out_channels: int, size: int, threads: int, seconds: 
     return f"{name:18s} {lanes:9.3f} {winograd:9.3f} {ort:9.3f}   {winograd / lanes:5.2f}   {winograd / ort:5.2f}   {lanes / ort:5.2f}"
 
 
+def compare_model(name: str, threads: int, repeat: int) -> str:
+    from models import load_model, model_inputs
+    from end_to_end import graphopt_runner, onnxruntime_runner
+
+    proto = load_model(name)
+    inputs = [aligned_array(a) for a in model_inputs(proto, np.random.default_rng(0))]
+    calls = {"ort": onnxruntime_runner(proto, inputs, threads)}
+    for side, channels in (("off", NEVER), ("on", schedule.WINOGRAD_CHANNELS)):
+        calls[side] = graphopt_runner(compiled(proto, threads, channels, ("cpu", "blas")), inputs)
+    expected = calls["ort"]()
+    differences = [np.abs(calls[side]() - expected).max() / np.abs(expected).max() for side in ("off", "on")]
+    times = interleaved_medians(calls, 0, rounds=repeat)
+    off, on, ort = (times[side] * 1e3 for side in ("off", "on", "ort"))
+    return (
+        f"{name:14s} {off:9.2f} {on:9.2f} {ort:9.2f}   {on / off:5.3f}   {off / ort:5.3f}   {on / ort:5.3f}"
+        f"   {differences[0]:.1e} {differences[1]:.1e}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="timing per shape")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--shapes", default=":", help="a slice of SHAPES, e.g. 0:3")
+    parser.add_argument("--models", help="whole models instead, comma-separated")
+    parser.add_argument("--repeat", type=int, default=6, help="blocks of calls per model")
     args = parser.parse_args()
+    if args.models:
+        print(f"{'model':14s} {'off ms':>9s} {'on ms':>9s} {'ORT ms':>9s}   on/off  off/ORT  on/ORT   max diff off, on")
+        for name in args.models.split(","):
+            print(compare_model(name, args.threads, args.repeat), flush=True)
+        return
     start, stop = (int(i) if i else None for i in args.shapes.split(":"))
     print(f"{'conv':18s} {'lanes ms':>9s} {'wino ms':>9s} {'ORT ms':>9s}   wino/lanes wino/ORT lanes/ORT")
     for shape in SHAPES[start:stop]:

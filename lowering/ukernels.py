@@ -15,10 +15,9 @@ the callee's kind writes from its name and argument types:
 Kinds, by the prefix of their names: the packed GEMM (`packed_gemm.py`; its row-major-b
 variant runs convolutions, called as they are), the batched packed GEMM on panels packed at
 run time (`batched_gemm.py`), the direct convolution (`direct_conv.py`), the convolution with
-output channels on the lanes (`conv_lanes.py`), Winograd's F(2x2, 3x3) (`conv_winograd.py`), the
-depthwise convolution (`depthwise_conv.py`),
-the pools (`pooling.py`) and the sums over planes (`row_sums.py`), the last two called on
-(x, out) alone.
+output channels on the lanes (`conv_lanes.py`), Winograd's F(2x2, 3x3) (`conv_winograd.py`),
+the depthwise convolution (`depthwise_conv.py`), the pools (`pooling.py`) and the sums over
+planes (`row_sums.py`), the last two called on (x, out) alone.
 
 A convolution of one image has one row; it runs by blocks of output channels instead
 (`channel_units`, `row_split.channel_split`): a chunk calls the ukernel for its channels,

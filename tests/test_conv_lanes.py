@@ -32,7 +32,8 @@ RULE = CpuSchedule.lanes_conv
 def lanes_whenever_it_applies(monkeypatch):
     """These are the ukernel's tests: it takes every conv it can run (`conv_lanes.applies`),
     also the 1x1s and the output channels that are not a multiple of 16 that the schedule gives
-    to the GEMM or the direct ukernel."""
+    to the GEMM or the direct ukernel, and the 3x3s that it gives to `conv_winograd`."""
+    monkeypatch.setattr(CpuSchedule, "winograd_conv", lambda self, op: False)
     monkeypatch.setattr(
         CpuSchedule,
         "lanes_conv",

@@ -30,9 +30,11 @@ from graphopt.transforms.canonicalize import CanonicalizePass
 @pytest.fixture(autouse=True, scope="module")
 def direct_ukernel_only():
     """These are the direct ukernel's tests: the convs the cpu schedule runs as the packed GEMM
-    (1x1s and narrow outputs, `CpuSchedule.conv_gemm`; test_conv_gemm.py) or as `conv_lanes`
-    (`CpuSchedule.lanes_conv`; test_conv_lanes.py) take it here too."""
+    (1x1s and narrow outputs, `CpuSchedule.conv_gemm`; test_conv_gemm.py), as `conv_lanes`
+    (`CpuSchedule.lanes_conv`; test_conv_lanes.py) or as `conv_winograd` (test_conv_winograd.py)
+    take it here too."""
     with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(CpuSchedule, "winograd_conv", lambda self, op: False)
         patch.setattr(CpuSchedule, "conv_gemm", lambda self, op: False)
         patch.setattr(CpuSchedule, "lanes_conv", lambda self, op: False)
         yield

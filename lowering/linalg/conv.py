@@ -1,6 +1,6 @@
 """conv2d over a stride-phase copy of its padded x, the direct convolution ukernel, the one with output
-channels on the lanes, the depthwise one on x, or the packed GEMM ukernel with b row-major (x
-itself, or an im2col copy of it).
+channels on the lanes, Winograd's F(2x2, 3x3) on a padded copy of x, the depthwise one on x, or
+the packed GEMM ukernel with b row-major (x itself, or an im2col copy of it).
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ def lanes_1x1_positions() -> frozenset[int]:
     return LANES_1X1_POSITIONS if host_has_avx512() else NARROW_REGISTER_LANES_1X1_POSITIONS
 
 
-WINOGRAD_CHANNELS = 32
+WINOGRAD_CHANNELS = 16
 """Input and output channels from which a 3x3 conv runs as `conv_winograd` (`CpuSchedule.winograd_conv`)."""
 
 
