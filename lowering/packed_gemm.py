@@ -90,9 +90,9 @@ the other, and the hardware's stride prefetcher does not follow strides across p
 SqueezeNet's 1x1s at 55x55 (rows of 3025 floats, 12100 bytes) on 2026-11-28 (2-core EPYC
 znver1, AVX2, 1 thread, both compiled in one process): in the model's profile 128->16 596 ->
 466 us, 64->16 260 -> 182 us, 16->64 254 -> 234 us; alone (+ bias + relu, x from memory, ours /
-ORT) 64->16 0.82x -> 0.72-0.76x, 16->64 0.99-1.15x -> 0.87-0.91x, 64->64 0.97-0.99x -> 0.94x,
-but 128->16 0.87-0.89x -> 0.93-0.94x. At 27x27 (2916 bytes apart, within a page) the far line
-took 128->32 and 256->32 4-8% longer in the model: they keep the first line. AVX-512's IR is
+ORT) 64->16 0.81x -> 0.72-0.76x, 16->64 0.99-1.15x -> 0.87-0.91x, 64->64 0.97-0.99x -> 0.94x,
+but 128->16 0.82-0.89x -> 0.86-0.94x. At 27x27 (2916 bytes apart, within a page) the far line
+took 128->32 and 256->32 4-16% longer in the model: they keep the first line. AVX-512's IR is
 unchanged (PREFETCH_B off)."""
 ROWS = 6
 """Rows of a per register tile."""
