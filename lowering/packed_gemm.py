@@ -81,10 +81,25 @@ PREFETCH_B = not host_has_avx512()
 rows (MobileNet-v2's projection 1x1s: 24 and 32 output channels, 4-6 row tiles a panel) do not
 hide their misses (Zen 1: 144->24 at 56 1.05x, 96->48 at 56 1.07x, 192->32 at 28 1.36x
 faster; 64->256 at 56, 128->512 at 28, 256->64 at 56 unchanged). AVX-512's IR is unchanged."""
+PREFETCH_B_FAR_LINE = PREFETCH_B
+"""Whether, where b's rows do not start on lines and lie at least a page apart
+(`_Ukernel._prefetches_b_far_line`), the prefetch of the next panel (`PREFETCH_B`) takes the
+line of its vector's last float rather than its first. Such a vector spans two lines; its first
+is the current panel's second, already loaded, so the line the next panel would still miss is
+the other, and the hardware's stride prefetcher does not follow strides across pages.
+SqueezeNet's 1x1s at 55x55 (rows of 3025 floats, 12100 bytes) on 2026-11-28 (2-core EPYC
+znver1, AVX2, 1 thread, both compiled in one process): in the model's profile 128->16 596 ->
+466 us, 64->16 260 -> 182 us, 16->64 254 -> 234 us; alone (+ bias + relu, x from memory, ours /
+ORT) 64->16 0.81x -> 0.72-0.76x, 16->64 0.99-1.15x -> 0.87-0.91x, 64->64 0.97-0.99x -> 0.94x,
+but 128->16 0.82-0.89x -> 0.86-0.94x. At 27x27 (2916 bytes apart, within a page) the far line
+took 128->32 and 256->32 4-16% longer in the model: they keep the first line. AVX-512's IR is
+unchanged (PREFETCH_B off)."""
 ROWS = 6
 """Rows of a per register tile."""
 DEPTH = 256
 """Steps of k per block."""
+PAGE_FLOATS = 1024
+"""Floats per 4 KB page."""
 L1_SETS, L1_WAYS, LINE_FLOATS = 64, 8, 16
 """The L1 data cache the row-major k blocks are sized for (32 KB, 8 ways of 64-byte lines: Zen 1's,
 and most x86 cores')."""
@@ -339,8 +354,16 @@ class _Ukernel(LLVMText):
 
     def _prefetches_b(self) -> bool:
         """Whether each k step of the tiles prefetches b's line of the next panel (`PREFETCH_B`):
-        `b_ahead` of `_row_tiles`, PANEL floats, or 0 in the last panel (so nothing past b's rows)."""
+        `b_ahead` of `_row_tiles`, PANEL floats, or 0 in the last panel (so nothing past b's rows);
+        see `_prefetches_b_far_line` for rows off lines a page apart."""
         return PREFETCH_B and self.layout == ROW_MAJOR
+
+    def _prefetches_b_far_line(self) -> bool:
+        """Whether the tiles' prefetch of b (`_prefetches_b`) takes the line of the next panel's
+        last float (`PREFETCH_B_FAR_LINE`): b_ahead is then that float's offset from the panel,
+        the last float of b's row in the last panels (so nothing past b's rows)."""
+        off_lines = self.b_stride % LINE_FLOATS != 0
+        return PREFETCH_B_FAR_LINE and self._prefetches_b() and off_lines and self.b_stride >= PAGE_FLOATS
 
     def _dot_column(self, rows: int, v: int) -> None:
         """%sum.<r>.<v> for a vector `v` of one lane: out[r, 16 v] (+)= the dot product of a's
@@ -438,7 +461,12 @@ class _Ukernel(LLVMText):
                 column = self._times(first, PANEL)
                 b_p = self._panel(b_i, column, k0, PANEL)
                 b_ahead = "0"
-                if self._prefetches_b():
+                if self._prefetches_b_far_line():
+                    last_float = self.value(f"add i64 {column}, {PANEL + VECTOR - 1}")
+                    inside = self.value(f"icmp ult i64 {last_float}, {self.n}")
+                    clamped = self.value(f"select i1 {inside}, i64 {last_float}, i64 {self.n - 1}")
+                    b_ahead = self.value(f"sub i64 {clamped}, {column}")
+                elif self._prefetches_b():
                     if self.n % PANEL:
                         b_ahead = str(PANEL)
                     else:

@@ -268,6 +268,30 @@ def test_row_tiles_prefetch_the_next_tiles_out_and_residual_lines(monkeypatch, p
     check_compiled(monkeypatch, module, sample(x_shape), sample(out_shape, seed=4), threads=threads)
 
 
+@pytest.mark.parametrize("far_line", [True, False])
+@pytest.mark.parametrize("batch, threads", [(1, 1), (1, 2), (2, 1)])
+def test_1x1_prefetching_b_far_line_matches_interpreter(monkeypatch, far_line, batch, threads):
+    """A 1x1 of 7 -> 16 channels on 33 x 33 = 1089 columns: b's rows 1089 floats apart, not on
+    lines and more than a page apart, so that each k step prefetches the line of the next
+    panel's last float (PANEL + 15 floats on), clamped to the row's last float (n - 1) where
+    that passes the row: in the last full panels before the edge panel of 1089 % PANEL columns.
+    With bias, residual and relu; 1 and 2 images, 1 and 2 threads (one image by chunks of
+    positions, whose columns end the clamp); NaN and inf in x and the residual."""
+    monkeypatch.setattr(packed_gemm, "PREFETCH_B", True)
+    monkeypatch.setattr(packed_gemm, "PREFETCH_B_FAR_LINE", far_line)
+    x_shape, n = (batch, 7, 33, 33), 33 * 33
+    module, ukernel_ir = residual_relu_gemm(monkeypatch, x_shape, (16, 7, 1, 1))
+    far = re.search(
+        rf"(%v\d+) = add i64 (%v\d+), {packed_gemm.PANEL + 15}\n\s*(%v\d+) = icmp ult i64 \1, {n}\n"
+        rf"\s*(%v\d+) = select i1 \3, i64 \1, i64 {n - 1}\n\s*(%v\d+) = sub i64 \4, \2\n",
+        ukernel_ir(),
+    )
+    assert bool(far) == far_line
+    if far_line:
+        assert re.search(rf"\.tile6x{packed_gemm.PANEL}\((?:\w+ [^,]+, ){{6}}i64 {far[5]},", ukernel_ir())
+    check_compiled(monkeypatch, module, sample(x_shape), sample((batch, 16, 33, 33), seed=4), threads=threads)
+
+
 @pytest.mark.parametrize("conflict_depth", [64, None])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_1x1_on_rows_of_b_sharing_l1_sets_matches_interpreter(monkeypatch, conflict_depth, threads):

@@ -296,6 +296,46 @@ def test_row_major_k_blocks_shrink_where_b_rows_share_l1_sets(monkeypatch, layou
     assert ukernel._depth() == (depth if conflict_depth else 256)
 
 
+@pytest.mark.parametrize(
+    "layout, n, prefetch_b, far_line",
+    [
+        (packed_gemm.ROW_MAJOR, 55 * 55, True, True),  # rows 12100 bytes apart, 4 past a line
+        (packed_gemm.ROW_MAJOR, 1025, True, True),
+        (packed_gemm.ROW_MAJOR, 27 * 27, True, False),  # within a page
+        (packed_gemm.ROW_MAJOR, 1023, True, False),
+        (packed_gemm.ROW_MAJOR, 56 * 56, True, False),  # on lines: a vector's one line
+        (packed_gemm.ROW_MAJOR, 55 * 55, False, False),  # no prefetch of b (AVX-512)
+        (packed_gemm.PANELS, 55 * 55, True, False),  # packed panels are contiguous
+    ],
+)
+def test_b_far_line_prefetched_where_rows_are_off_lines_and_a_page_apart(monkeypatch, layout, n, prefetch_b, far_line):
+    """Row-major b whose rows lie a page or more apart and off lines prefetches the far line;
+    none where `PREFETCH_B_FAR_LINE` is off."""
+    monkeypatch.setattr(packed_gemm, "PREFETCH_B", prefetch_b)
+    monkeypatch.setattr(packed_gemm, "PREFETCH_B_FAR_LINE", True)
+    assert packed_gemm._Ukernel("u", layout, 1, 16, 128, n)._prefetches_b_far_line() == far_line
+    monkeypatch.setattr(packed_gemm, "PREFETCH_B_FAR_LINE", False)
+    assert not packed_gemm._Ukernel("u", layout, 1, 16, 128, n)._prefetches_b_far_line()
+
+
+@pytest.mark.parametrize("panel", [16, 64])
+@pytest.mark.parametrize("images, rows, k, n", [(1, 13, 9, 1025), (2, 16, 5, 1039), (1, 3, 20, 1040 + 17)])
+def test_row_major_b_far_line_prefetch_matches_numpy_and_reads_nothing_past_b(monkeypatch, panel, images, rows, k, n):
+    """b's rows more than a page apart and off lines, prefetching the next panel's far line
+    (`PREFETCH_B_FAR_LINE`): edge panels of 1, 15 and 1 or 17 columns, edge row tiles; b ends at
+    an unreadable page; NaN and inf in b propagate."""
+    monkeypatch.setattr(packed_gemm, "PANEL", panel)
+    monkeypatch.setattr(packed_gemm, "PREFETCH_B", True)
+    monkeypatch.setattr(packed_gemm, "PREFETCH_B_FAR_LINE", True)
+    b, a = sample((images, k, n), seed=1), sample((rows, k), seed=2, specials=False)
+    guarded_b, memory = guarded(b)
+    out = run_row_major(guarded_b, a, out_shape=(images, rows, n))
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4, equal_nan=True)
+    del guarded_b
+    memory.close()
+
+
 @pytest.mark.parametrize("panel", [16, 64])
 @pytest.mark.parametrize("images, rows, k, n", [(2, 13, 150, 64), (1, 7, 64, 1024), (1, 8, 65, 64), (1, 2, 200, 128)])
 def test_row_major_short_k_blocks_match_numpy_with_their_epilogue(monkeypatch, panel, images, rows, k, n):
