@@ -5,20 +5,22 @@ d[c] the 4x4 input tile at (2 i, 2 j) of the zero-padded x, 16 multiplies per in
 instead of 36 (Lavin and Gray's F(2x2, 3x3); G, B^T and A^T below). The cpu lowering copies x
 zero-padded (`padding`: rows and columns past the tiles' for the vectors that read past a row)
 and passes U = G w G^T packed at compile time, o-major ([O, 16, C], `pack`: a chunk of output
-channels is a slice), w itself, and two scratch buffers it allocates (`scratch_shapes`):
+channels is a slice), w itself, and a scratch buffer it allocates (`scratch_shape`):
 
-    func.call @graphopt_sconv_wino_eaddAP0.maxS0C00000000_1x64x59x59_64x16x64_64x64x3x3_16x64x800_16x64x800_64x1x1_1x64x56x56(
-        %x_padded, %u, %w, %v, %m, %bias, %out)
+    func.call @graphopt_sconv_wino_eaddAP0.maxS0C00000000_1x64x59x59_64x16x64_64x64x3x3_16x128x521_64x1x1_1x64x56x56(
+        %x_padded, %u, %w, %scratch, %bias, %out)
 
-Per image, three stages (T = OH/2 * OW/2 tiles; rows of the scratch buffers at least T + 16 floats, `scratch_row`):
+The scratch buffer [16, C + O, R] holds V [16, C, R] and M [16, O, R] of a band of tile rows
+(`band_rows`: the most whose scratch fits in SCRATCH_BYTES; 18 of the 28 tile rows above, then
+10). Per image and band, three stages (R: the band's tiles + SLACK or a few more, `scratch_row`):
 
 1. input transform: for each input channel and tile row, vectors of 16 tiles: each of the
    tile's 4 input rows is loaded as 32 floats at column 2j and at 2j + 2 and split into even and
    odd lanes (d[r][0..3]); V[xi, c, t] = (B^T d B)[xi], 16 plain stores (a row's last vector
-   writes tiles of the next row, which that row rewrites; the last row's, the 16 floats of slack);
-2. 16 GEMMs M[xi] (O x T) = U[:, xi, :] (O x C) @ V[xi] (C x T), in register tiles of 6 output
-   channels x 16 tiles (12 AVX2 registers of accumulators), c innermost, in blocks of tiles
-   whose V fits in half of L2 (`V_BLOCK_BYTES`);
+   writes tiles of the next row, which that row rewrites; the band's last, the floats of slack);
+2. 16 GEMMs M[xi] (O x tiles) = U[:, xi, :] (O x C) @ V[xi] (C x tiles), in register tiles of 6
+   output channels x 16 tiles (12 AVX2 registers of accumulators), c innermost, in blocks of
+   tiles whose V fits in half of L2 (`V_BLOCK_BYTES`);
 3. output transform: for each output channel and tile row, vectors of 16 tiles: Y = A^T M A,
    Y[a][0] and Y[a][1] interleaved into 32 consecutive columns of output row a, the tile
    epilogue (`tile_epilogue.py`) and the store (the row's last columns as a shorter vector).
@@ -26,8 +28,9 @@ Per image, three stages (T = OH/2 * OW/2 tiles; rows of the scratch buffers at l
 Non-finite x: the transforms add and subtract a tile's 16 values, so one inf gives NaN across
 its tile where the interpreter gives inf, and a NaN reaches outputs whose window does not hold it.
 Stage 1 sums every float it loads; where that sum is not finite (x holds an inf or a NaN, or,
-never in practice, the sum overflows) the image runs as a plain direct 3x3 conv instead (vectors of
-16 output columns, `_direct`), which matches the interpreter. w is finite (`applies`' caller).
+never in practice, the sum overflows) the band's output rows run as a plain direct 3x3 conv
+instead (vectors of 16 output columns, `_direct`), which matches the interpreter. w is finite
+(the schedule's rule checks it).
 """
 
 from __future__ import annotations
