@@ -222,6 +222,18 @@ def run_row_major(b: np.ndarray, a: np.ndarray, epilogue=(), operands=(), out_sh
     call_ukernel(row_major_name([MemRefType(f32, x.shape) for x in arrays], epilogue), arrays)
     return out
 
+def assert_row_major_matches_numpy(images: int, rows: int, k: int, n: int) -> None:
+    """The row-major ukernel on b [images, k, n] ending at an unreadable page and a [rows, k]
+    equals a @ b; NaN and inf in b propagate."""
+    b, a = sample((images, k, n), seed=1), sample((rows, k), seed=2, specials=False)
+    guarded_b, memory = guarded(b)
+    out = run_row_major(guarded_b, a, out_shape=(images, rows, n))
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4, equal_nan=True)
+    del guarded_b
+    memory.close()
+
+
 
 def assert_packed_and_row_major_match_numpy(a: np.ndarray, b: np.ndarray) -> None:
     """a @ b by the ukernel on b's packed panels and on b row-major, against NumPy (NaN and inf included)."""
@@ -264,14 +276,7 @@ def test_either_panel_width_matches_numpy(monkeypatch, panel, rows, k, n):
 def test_row_major_b_matches_numpy_and_reads_nothing_past_b(monkeypatch, panel, images, rows, k, n):
     """out[i] = a @ b[i] with b row-major, ending at an unreadable page; NaN and inf in b propagate."""
     monkeypatch.setattr(packed_gemm, "PANEL", panel)
-    b = sample((images, k, n), seed=1)
-    a = sample((rows, k), seed=2, specials=False)
-    guarded_b, memory = guarded(b)
-    out = run_row_major(guarded_b, a, out_shape=(images, rows, n))
-    with np.errstate(invalid="ignore"):
-        np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4, equal_nan=True)
-    del guarded_b
-    memory.close()
+    assert_row_major_matches_numpy(images, rows, k, n)
 
 
 @pytest.mark.parametrize(
@@ -327,13 +332,7 @@ def test_row_major_b_far_line_prefetch_matches_numpy_and_reads_nothing_past_b(mo
     monkeypatch.setattr(packed_gemm, "PANEL", panel)
     monkeypatch.setattr(packed_gemm, "PREFETCH_B", True)
     monkeypatch.setattr(packed_gemm, "PREFETCH_B_FAR_LINE", True)
-    b, a = sample((images, k, n), seed=1), sample((rows, k), seed=2, specials=False)
-    guarded_b, memory = guarded(b)
-    out = run_row_major(guarded_b, a, out_shape=(images, rows, n))
-    with np.errstate(invalid="ignore"):
-        np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4, equal_nan=True)
-    del guarded_b
-    memory.close()
+    assert_row_major_matches_numpy(images, rows, k, n)
 
 
 @pytest.mark.parametrize("panel", [16, 64])
