@@ -1,5 +1,6 @@
 """The Winograd F(2x2, 3x3) conv ukernel (lowering/conv_winograd.py) against the one it replaces
-(`conv_lanes`) and ONNX Runtime, on the 3x3s of stride 1 of ResNet-18/50, VGG-19 and Inception-v2.
+(`conv_lanes`) and ONNX Runtime, on the 3x3s of stride 1 of ResNet-18/50, VGG-19, Inception-v2 and
+SqueezeNet (odd sizes from 24: --shapes 24:).
 
     python benchmarks/conv_winograd.py [--seconds 2] [--threads 1] [--shapes 0:3]
     python benchmarks/conv_winograd.py --models resnet18_ish,resnet50 [--threads 2] [--repeat 6]
@@ -38,6 +39,10 @@ SHAPES = [
     (512, 512, 14),  # VGG-19
     (64, 192, 56), (64, 64, 28), (64, 96, 28), (96, 96, 28), (64, 96, 14), (96, 128, 14), (128, 128, 14),
     (128, 160, 14), (160, 160, 14), (128, 192, 14), (160, 192, 14), (192, 192, 14), (192, 256, 14),  # Inception-v2
+    # odd sizes
+    (16, 64, 55), (32, 128, 27), (48, 192, 13), (64, 256, 13),  # SqueezeNet 1.0
+    (512, 512, 7),  # ResNet-18/50
+    (192, 320, 7), (160, 224, 7), (224, 224, 7), (192, 224, 7),  # Inception-v2
 ]
 
 

@@ -25,6 +25,11 @@ The scratch buffer [16, C + O, R] holds V [16, C, R] and M [16, O, R] of a band 
    Y[a][0] and Y[a][1] interleaved into 32 consecutive columns of output row a, the tile
    epilogue (`tile_epilogue.py`) and the store (the row's last columns as a shorter vector).
 
+Odd output sizes: the tiles are ceil(OH / 2) x ceil(OW / 2), the last ones reading a row or
+column of zeros past the conv's padding (`padding`); of the last tile row of an odd OH stage 3
+writes the first output row only, and of the last tile column of an odd OW the store's lanes
+cut the second column.
+
 Non-finite x: the transforms add and subtract a tile's 16 values, so one inf gives NaN across
 its tile where the interpreter gives inf, and a NaN reaches outputs whose window does not hold it.
 Stage 1 sums every float it loads; where that sum is not finite (x holds an inf or a NaN, or,
@@ -74,26 +79,25 @@ HIGH_PAIRS = "<" + ", ".join(f"i32 {VECTOR // 2 + k // 2 + VECTOR * (k % 2)}" fo
 
 def applies(x_type: Attribute, w_type: Attribute, out_type: Attribute, strides, dilations, groups: int) -> bool:
     """Whether a conv2d of these types and attributes can run as the ukernel: f32, one group, a
-    3x3 window of stride 1 and dilation 1, an even number of output rows and columns."""
-    _, _, out_h, out_w = out_type.get_shape()
+    3x3 window of stride 1 and dilation 1."""
     return (
         groups == 1
         and tuple(w_type.get_shape()[2:]) == (3, 3)
         and tuple(strides) == (1, 1)
         and tuple(dilations) == (1, 1)
-        and out_h % 2 == 0
-        and out_w % 2 == 0
         and all(t.get_element_type() == f32 for t in (x_type, w_type, out_type))
     )
 
 
 def padding(x_shape: Sequence[int], conv_padding: Sequence[int]) -> tuple[int, int, int, int]:
     """The padding (top, left, bottom, right) of x's copy: the conv's, one more column on the
-    right, and rows below enough for the 32 + 2 floats that a tile row's last vector loads from
-    its last input row's (up to 29 past that row)."""
+    right and, for an odd number of output rows, one more row below (the last tiles' 4th input
+    column and row), and rows below enough for the 32 + 2 floats that a tile row's last vector
+    loads from its last input row's (up to 29 past that row)."""
     top, left, bottom, right = conv_padding
     width = x_shape[3] + left + right + 1
-    return top, left, bottom + -(-2 * VECTOR // width), right + 1
+    odd_rows = (x_shape[2] + top + bottom - 2) % 2
+    return top, left, bottom + odd_rows + -(-2 * VECTOR // width), right + 1
 
 
 def packed_shape(w_shape: Sequence[int]) -> tuple[int, ...]:
@@ -113,15 +117,20 @@ def band_rows(channels: int, out_shape: Sequence[int]) -> int:
     SCRATCH_BYTES, at least one."""
     _, out_channels, out_h, out_w = out_shape
     tile_bytes = 16 * 4 * (channels + out_channels)
-    return max(1, min(out_h // 2, SCRATCH_BYTES // (tile_bytes * (out_w // 2))))
+    return max(1, min(tiles_across(out_h), SCRATCH_BYTES // (tile_bytes * tiles_across(out_w))))
+
+
+def tiles_across(size: int) -> int:
+    """Tiles across `size` output rows or columns: the last one half-empty when `size` is odd."""
+    return -(-size // 2)
 
 
 def scratch_shape(channels: int, out_shape: Sequence[int]) -> tuple[int, int, int]:
     """The shape of the scratch buffer [16, C + O, R] for `channels` input channels: V [16, C, R]
     then M [16, O, R] of a band's tiles (`band_rows`), R = `scratch_row`."""
     _, out_channels, _, out_w = out_shape
-    tiles = band_rows(channels, out_shape) * (out_w // 2)
-    return (16, channels + out_channels, scratch_row(tiles, channels + out_channels))
+    band_tiles = band_rows(channels, out_shape) * tiles_across(out_w)
+    return (16, channels + out_channels, scratch_row(band_tiles, channels + out_channels))
 
 
 def scratch_row(tiles: int, channels: int) -> int:
@@ -172,7 +181,7 @@ class _Ukernel(LLVMText):
         """Floats between consecutive xi of V and of M (rows of `row` floats)."""
         self.m_offset = self.channels * self.row
         """M's offset in the scratch buffer (after V)."""
-        self.tile_cols = self.out_w // 2
+        self.tile_cols = tiles_across(self.out_w)
         self.band = band_rows(self.channels, (1, scratch_channels - self.channels, self.out_h, self.out_w))
         self.vectors = -(-self.tile_cols // VECTOR)
         """Vectors of 16 tiles per tile row."""
@@ -192,19 +201,19 @@ class _Ukernel(LLVMText):
         def image(n: str) -> None:
             x_n = self.pointer("%x", self.value(f"mul i64 {n}, {self.channels * self.height * self.width}"))
             out_n = self.value(f"mul i64 {n}, {self.out_channels * self.out_h * self.out_w}")
-            tile_rows = self.out_h // 2
-            full = tile_rows // self.band
-            self.loop(full, lambda b: self._band(x_n, out_n, self.value(f"mul i64 {b}, {self.band}"), self.band))
-            if tile_rows % self.band:
-                self._band(x_n, out_n, str(full * self.band), tile_rows % self.band)
+            full, rest = divmod(self.out_h, 2 * self.band)
+            self.loop(full, lambda b: self._band(x_n, out_n, self.value(f"mul i64 {b}, {self.band}"), 2 * self.band))
+            if rest:
+                self._band(x_n, out_n, str(full * self.band), rest)
 
         self.loop(self.batch, image)
         self.end()
 
-    def _band(self, x_n: str, out_n: str, first: str, rows: int) -> None:
-        """The `rows` tile rows from tile row `first` (a value) of the image at `x_n`, out from
-        `out_n` floats past %out: stage 1, then the direct conv of their output rows where x
-        holds a non-finite value, else stages 2 and 3."""
+    def _band(self, x_n: str, out_n: str, first: str, out_rows: int) -> None:
+        """The tile rows of `out_rows` output rows (the image's last ones when odd) from tile row
+        `first` (a value) of the image at `x_n`, out from `out_n` floats past %out: stage 1, then
+        the direct conv of those output rows where x holds a non-finite value, else stages 2 and 3."""
+        rows = tiles_across(out_rows)
         x_band = self.pointer(x_n, self.value(f"mul i64 {first}, {2 * self.width}"))
         out_band = self.value(f"add i64 {out_n}, {self.value(f'mul i64 {first}, {2 * self.out_w}')}")
         total = self._input_transform(x_band, rows)
@@ -214,9 +223,9 @@ class _Ukernel(LLVMText):
 
         def winograd() -> None:
             self._gemms(rows * self.tile_cols)
-            self._output_transform(out_band, rows)
+            self._output_transform(out_band, out_rows)
 
-        self.branch(any_nan, lambda: self._direct(x_band, out_band, 2 * rows), winograd)
+        self.branch(any_nan, lambda: self._direct(x_band, out_band, out_rows), winograd)
 
     # --- stage 1: V = B^T d B ---
 
@@ -342,14 +351,15 @@ class _Ukernel(LLVMText):
 
     # --- stage 3: Y = A^T M A, the epilogue, out ---
 
-    def _output_transform(self, out_band: str, rows: int) -> None:
-        """Stage 3 for `rows` tile rows, out from `out_band` floats past %out."""
+    def _output_transform(self, out_band: str, out_rows: int) -> None:
+        """Stage 3 for the tile rows of `out_rows` output rows (of an odd number, the last tile
+        row's first output row only), out from `out_band` floats past %out."""
 
         def channel(o: str) -> None:
             m_o = self.pointer("%s", self.value(f"add i64 {self.value(f'mul i64 {o}, {self.row}')}, {self.m_offset}"))
             out_o = self.value(f"add i64 {out_band}, {self.value(f'mul i64 {o}, {self.out_h * self.out_w}')}")
 
-            def tile_row(i: str) -> None:
+            def tile_row(i: str, tile_out_rows: int) -> None:
                 m_i = self.pointer(m_o, self.value(f"mul i64 {i}, {self.tile_cols}"))
                 out_i = self.value(f"add i64 {out_o}, {self.value(f'mul i64 {i}, {2 * self.out_w}')}")
                 epilogue = tile_epilogue.TileEpilogue(self, self.epilogue)
@@ -360,7 +370,7 @@ class _Ukernel(LLVMText):
                         self.emit(load(value, self.pointer(m_i, xi * self.transform_stride + VECTOR * vector)))
                         m.append(value)
                     rows = [self._transform(A_T, m[4 * k1 : 4 * k1 + 4]) for k1 in range(4)]
-                    for a, (y0, y1) in enumerate(self._transform(A_T, rows)):
+                    for a, (y0, y1) in enumerate(self._transform(A_T[:tile_out_rows], rows)):
                         for half, pairs in enumerate((LOW_PAIRS, HIGH_PAIRS)):
                             column = 2 * VECTOR * vector + VECTOR * half
                             lanes = min(VECTOR, self.out_w - column)
@@ -369,7 +379,9 @@ class _Ukernel(LLVMText):
                             y = self.value(f"shufflevector {VECTOR_TYPE} {y0}, {VECTOR_TYPE} {y1}, <16 x i32> {pairs}")
                             self._store(epilogue, y, o, self.value(f"add i64 {out_i}, {a * self.out_w + column}"), lanes)
 
-            self.loop(rows, tile_row)
+            self.loop(out_rows // 2, lambda i: tile_row(i, 2))
+            if out_rows % 2:
+                tile_row(str(out_rows // 2), 1)
 
         self.loop(self.out_channels, channel)
 

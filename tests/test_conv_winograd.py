@@ -67,6 +67,16 @@ CONVOLUTIONS = [
     ((1, 9, 10, 16), 12, (0, 0, 0, 0), "none"),
     # uneven padding: 7 x 9 -> 8 x 8
     ((1, 5, 7, 9), 6, (2, 0, 1, 1), "bias"),
+    # odd sizes: the last tile row writes one output row, the last tile column's store one column
+    ((1, 16, 55, 55), 16, (1, 1, 1, 1), "bias_relu"),  # rows of 28 tiles (16 + 12), the last half-empty
+    ((2, 12, 27, 27), 10, (1, 1, 1, 1), "residual_relu"),
+    ((1, 9, 13, 14), 8, (1, 1, 1, 1), "bias_relu"),  # odd rows only
+    ((1, 9, 14, 13), 8, (1, 1, 1, 1), "residual_relu"),  # odd columns only
+    ((2, 20, 7, 7), 24, (1, 1, 1, 1), "residual_relu"),
+    ((1, 7, 9, 9), 6, (0, 0, 0, 0), "bias"),  # 7 x 7
+    ((1, 5, 3, 3), 4, (1, 1, 1, 1), "bias_relu"),  # 3 x 3: 2 x 2 tiles, 3 of them half or three-quarters empty
+    ((2, 4, 3, 5), 5, (0, 0, 0, 0), "residual_relu"),  # 1 x 3
+    ((1, 3, 1, 1), 2, (1, 1, 1, 1), "bias"),  # 1 x 1: one tile, one output of four
 ]
 
 
@@ -96,6 +106,19 @@ def test_non_finite_x_runs_the_direct_conv_of_its_image(special, image):
     assert (np.isnan(expected[image]) if np.isnan(special) else np.isinf(expected[image])).sum() == 9 * (9 + 4)
 
 
+@pytest.mark.parametrize("special", [np.inf, np.nan])
+def test_non_finite_x_in_the_last_tile_row_of_odd_sizes(special):
+    """7 x 9 outputs: the last tile row (one output row) and column (one output column) run as the
+    direct conv of their image when x's last row and column hold an inf or a NaN."""
+    x_shape = (2, 6, 7, 9)
+    module = conv_block(x_shape, (9, 6, 3, 3), padding=(1, 1, 1, 1), epilogue="bias")
+    x = sample(x_shape, specials=False)
+    x[1, 4, 6, 8] = special
+    expected = check(module, x)
+    assert np.isfinite(expected[0]).all()
+    assert (~np.isfinite(expected[1])).sum() == (~np.isfinite(expected[1, :, 5:, 7:])).sum() == 9 * 4
+
+
 def test_bands_of_tile_rows(monkeypatch):
     """A scratch buffer of 2 tile rows (`band_rows`): 14 output rows in 3 bands of 2 tile rows and
     one of 1; an inf in the third band's x runs its 4 output rows, and the rows of the bands
@@ -112,11 +135,29 @@ def test_bands_of_tile_rows(monkeypatch):
     check(module, x)
 
 
-def test_two_threads_split_by_output_channels(monkeypatch):
+def test_bands_of_tile_rows_of_odd_sizes(monkeypatch):
+    """13 x 11 outputs (7 x 6 tiles) in bands of 2 tile rows: 3 of 4 output rows and the last of 1
+    (the last tile row's first output row only: writing its second would write the next
+    channel's first row, written before by the first band); an inf in x's last row runs the
+    last two bands as the direct conv."""
+    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
+    monkeypatch.setattr(jit, "_cache", {})
+    x_shape = (1, 6, 13, 11)
+    monkeypatch.setattr(conv_winograd, "SCRATCH_BYTES", 16 * 4 * (6 + 9) * 6 * 2)
+    assert conv_winograd.band_rows(6, (1, 9, 13, 11)) == 2
+    module = conv_block(x_shape, (9, 6, 3, 3), padding=(1, 1, 1, 1), epilogue="residual_relu")
+    x, residual = sample(x_shape, specials=False), sample((1, 9, 13, 11), seed=4, specials=False)
+    check(module, x, residual)
+    x[0, 1, 12, 3] = np.inf
+    check(module, x, residual)
+
+
+@pytest.mark.parametrize("size", [14, 13])
+def test_two_threads_split_by_output_channels(monkeypatch, size):
     """45 output channels on two threads: chunks from multiples of CHUNK_CHANNELS, each with
     its channels of U, w, the residual and out, all of x, and a scratch buffer of its own."""
-    module = conv_block((1, 37, 14, 14), (45, 37, 3, 3), padding=(1, 1, 1, 1), epilogue="residual_relu")
-    arrays = [sample((1, 37, 14, 14), specials=False), sample((1, 45, 14, 14), seed=4, specials=False)]
+    module = conv_block((1, 37, size, size), (45, 37, 3, 3), padding=(1, 1, 1, 1), epilogue="residual_relu")
+    arrays = [sample((1, 37, size, size), specials=False), sample((1, 45, size, size), seed=4, specials=False)]
     executable, calls = compiled_calls(monkeypatch, module, *arrays)
     (step,) = executable.steps
     assert [begin for _, begin in step.kernel.chunks] == [0, 32]
@@ -145,19 +186,19 @@ def conv_group(x_shape, out_channels, strides=(1, 1), window=3, w_value=0.5) -> 
     return Group("g", [op.x], [op.w.owner, op], [op.result], {}), op
 
 
-def test_rule_takes_the_3x3s_of_stride_1_with_even_outputs_and_enough_channels(monkeypatch):
-    """On CPUs without AVX-512 (AVX-512's IR stays as it was: not measured there)."""
+def test_rule_takes_the_3x3s_of_stride_1_with_enough_channels(monkeypatch):
+    """On CPUs without AVX-512 (AVX-512's IR stays as it was: not measured there); odd sizes too."""
     monkeypatch.setattr(CpuSchedule, "winograd_conv", RULE)
+    taken = {"64 -> 64 at 56": ((1, 64, 56, 56), 64), "16 -> 64 at 55": ((1, 16, 55, 55), 64), "48 -> 192 at 13": ((1, 48, 13, 13), 192)}
     picked = {
         case: CpuSchedule().conv_ukernel(*conv_group(*shape)) == "winograd"
         for case, shape in {
-            "64 -> 64 at 56": ((1, 64, 56, 56), 64),
+            **taken,
             "stride 2": ((1, 64, 56, 56), 64, (2, 2)),
             "1x1": ((1, 64, 56, 56), 64, (1, 1), 1),
-            "odd rows": ((1, 64, 7, 7), 64),
-            "few input channels": ((1, WINOGRAD_CHANNELS - 1, 56, 56), 64),
+            "few input channels": ((1, WINOGRAD_CHANNELS - 1, 55, 55), 64),
             "few output channels": ((1, 64, 56, 56), WINOGRAD_CHANNELS - 1),
             "w not finite": ((1, 64, 56, 56), 64, (1, 1), 3, np.inf),
         }.items()
     }
-    assert picked == {case: case == "64 -> 64 at 56" and not host_has_avx512() for case in picked}
+    assert picked == {case: case in taken and not host_has_avx512() for case in picked}

@@ -199,9 +199,8 @@ class CpuSchedule(PlainSchedule):
         return direct_conv.applies(op.x.type, op.w.type, op.result.type)
 
     def winograd_conv(self, op: graph.Conv2dOp) -> bool:
-        """Without AVX-512 (not measured there), an f32 3x3 conv of stride 1 and one group with
-        an even number of output rows and columns (`conv_winograd.applies`) and at least
-        WINOGRAD_CHANNELS input and output channels."""
+        """Without AVX-512 (not measured there), an f32 3x3 conv of stride 1 and one group
+        (`conv_winograd.applies`) with at least WINOGRAD_CHANNELS input and output channels."""
         out_channels, in_channels, _, _ = shape_of(op.w)
         attributes = (op.get(key) for key in ("strides", "dilations", "groups"))
         return (

@@ -1,5 +1,5 @@
-// An f32 3x3 conv2d of stride 1 and one group with a constant, finite w, even output rows and
-// columns and at least 16 input and output channels (CpuSchedule.winograd_conv; not on AVX-512
+// An f32 3x3 conv2d of stride 1 and one group with a constant, finite w and at least 16 input
+// and output channels (CpuSchedule.winograd_conv; not on AVX-512
 // hosts) copies x zero-padded (one more column on the right, rows below for the vectors that
 // read past a row: conv_winograd.padding) and calls the Winograd F(2x2, 3x3) ukernel
 // (conv_winograd.py) on it, on U = G w G^T transformed at compile time ([O, 16, C], a constant
@@ -27,21 +27,32 @@ func.func @main(%x: tensor<1x16x6x8xf32>, %b: tensor<16x1x1xf32>) -> tensor<1x16
 
 // -----
 
-// 7 output rows (odd), stride 2, 8 input channels or w an input: not Winograd.
+// 7 x 7 outputs (odd): 4 x 4 tiles, the last row and column of them half-empty; x's copy has one
+// more row below (14 = 7 + 2 + 1 + 4 rows, 10 = 7 + 2 + 1 columns).
+// CHECK-LABEL: func.func @conv2d_0
+// CHECK-NEXT:    %[[PADDED:.*]] = memref.alloc() : memref<1x16x14x10xf32>
+// CHECK:         %[[SCRATCH:.*]] = memref.alloc() : memref<16x32x33xf32>
+// CHECK-NEXT:    func.call @graphopt_sconv_wino_1x16x14x10_16x16x16_16x16x3x3_16x32x33_1x16x7x7(%[[PADDED]], {{.*}}, %[[SCRATCH]], {{.*}})
+func.func @main(%x: tensor<1x16x7x7xf32>) -> tensor<1x16x7x7xf32> {
+  %w = graph.constant dense<0.5> : tensor<16x16x3x3xf32>
+  %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x16x7x7xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x7x7xf32>
+  func.return %0 : tensor<1x16x7x7xf32>
+}
+
+// -----
+
+// Stride 2, 8 input channels or w an input: not Winograd.
 // CHECK-LABEL: func.func @conv2d_0
 // CHECK-NOT:     graphopt_sconv_wino
 // CHECK-LABEL: func.func @conv2d_1
 // CHECK-NOT:     graphopt_sconv_wino
 // CHECK-LABEL: func.func @conv2d_2
 // CHECK-NOT:     graphopt_sconv_wino
-// CHECK-LABEL: func.func @conv2d_3
-// CHECK-NOT:     graphopt_sconv_wino
-func.func @main(%x: tensor<1x16x7x8xf32>, %x8: tensor<1x8x6x8xf32>, %w: tensor<16x16x3x3xf32>) -> (tensor<1x16x7x8xf32>, tensor<1x16x3x4xf32>, tensor<1x16x6x8xf32>, tensor<1x16x7x8xf32>) {
+func.func @main(%x: tensor<1x16x7x8xf32>, %x8: tensor<1x8x6x8xf32>, %w: tensor<16x16x3x3xf32>) -> (tensor<1x16x3x4xf32>, tensor<1x16x6x8xf32>, tensor<1x16x7x8xf32>) {
   %w16 = graph.constant dense<0.5> : tensor<16x16x3x3xf32>
   %w8 = graph.constant dense<0.5> : tensor<16x8x3x3xf32>
-  %0 = graph.conv2d %x, %w16 {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x16x7x8xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x7x8xf32>
-  %1 = graph.conv2d %x, %w16 {padding = array<i64: 0, 1, 1, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>} : (tensor<1x16x7x8xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x3x4xf32>
-  %2 = graph.conv2d %x8, %w8 {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x6x8xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x6x8xf32>
-  %3 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x16x7x8xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x7x8xf32>
-  func.return %0, %1, %2, %3 : tensor<1x16x7x8xf32>, tensor<1x16x3x4xf32>, tensor<1x16x6x8xf32>, tensor<1x16x7x8xf32>
+  %0 = graph.conv2d %x, %w16 {padding = array<i64: 0, 1, 1, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>} : (tensor<1x16x7x8xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x3x4xf32>
+  %1 = graph.conv2d %x8, %w8 {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x6x8xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x6x8xf32>
+  %2 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x16x7x8xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x7x8xf32>
+  func.return %0, %1, %2 : tensor<1x16x3x4xf32>, tensor<1x16x6x8xf32>, tensor<1x16x7x8xf32>
 }
