@@ -119,37 +119,33 @@ def test_non_finite_x_in_the_last_tile_row_of_odd_sizes(special):
     assert (~np.isfinite(expected[1])).sum() == (~np.isfinite(expected[1, :, 5:, 7:])).sum() == 9 * 4
 
 
-def test_bands_of_tile_rows(monkeypatch):
-    """A scratch buffer of 2 tile rows (`band_rows`): 14 output rows in 3 bands of 2 tile rows and
-    one of 1; an inf in the third band's x runs its 4 output rows, and the rows of the bands
-    whose 4x4 tiles reach it (the 2 rows before), as the direct conv."""
+@pytest.mark.parametrize(
+    "out_h, out_w, band_tiles, epilogue, inf_at",
+    [
+        # 14 output rows in 3 bands of 2 tile rows and one of 1; an inf in the third band's x runs
+        # its 4 output rows, and the rows of the band whose 4x4 tiles reach it (the 2 rows before),
+        # as the direct conv
+        (14, 10, 5, "bias_relu", (1, 9, 3)),
+        # 13 x 11 outputs (7 x 6 tiles): 3 bands of 4 output rows and the last of 1 (the last tile
+        # row's first output row only: writing its second would write the next channel's first
+        # row, written before by the first band); an inf in x's last row runs the last two bands
+        # as the direct conv
+        (13, 11, 6, "residual_relu", (1, 12, 3)),
+    ],
+)
+def test_bands_of_tile_rows(monkeypatch, out_h, out_w, band_tiles, epilogue, inf_at):
+    """A scratch buffer of 2 tile rows (`band_rows`), without and with an inf in x."""
     monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
     monkeypatch.setattr(jit, "_cache", {})
-    x_shape = (1, 6, 14, 10)
-    monkeypatch.setattr(conv_winograd, "SCRATCH_BYTES", 16 * 4 * (6 + 9) * 5 * 2)
-    assert conv_winograd.band_rows(6, (1, 9, 14, 10)) == 2
-    module = conv_block(x_shape, (9, 6, 3, 3), padding=(1, 1, 1, 1), epilogue="bias_relu")
+    x_shape = (1, 6, out_h, out_w)
+    monkeypatch.setattr(conv_winograd, "SCRATCH_BYTES", 16 * 4 * (6 + 9) * band_tiles * 2)
+    assert conv_winograd.band_rows(6, (1, 9, out_h, out_w)) == 2
+    module = conv_block(x_shape, (9, 6, 3, 3), padding=(1, 1, 1, 1), epilogue=epilogue)
     x = sample(x_shape, specials=False)
-    check(module, x)
-    x[0, 1, 9, 3] = np.inf
-    check(module, x)
-
-
-def test_bands_of_tile_rows_of_odd_sizes(monkeypatch):
-    """13 x 11 outputs (7 x 6 tiles) in bands of 2 tile rows: 3 of 4 output rows and the last of 1
-    (the last tile row's first output row only: writing its second would write the next
-    channel's first row, written before by the first band); an inf in x's last row runs the
-    last two bands as the direct conv."""
-    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
-    monkeypatch.setattr(jit, "_cache", {})
-    x_shape = (1, 6, 13, 11)
-    monkeypatch.setattr(conv_winograd, "SCRATCH_BYTES", 16 * 4 * (6 + 9) * 6 * 2)
-    assert conv_winograd.band_rows(6, (1, 9, 13, 11)) == 2
-    module = conv_block(x_shape, (9, 6, 3, 3), padding=(1, 1, 1, 1), epilogue="residual_relu")
-    x, residual = sample(x_shape, specials=False), sample((1, 9, 13, 11), seed=4, specials=False)
-    check(module, x, residual)
-    x[0, 1, 12, 3] = np.inf
-    check(module, x, residual)
+    residual = [sample((1, 9, out_h, out_w), seed=4, specials=False)] if epilogue.startswith("residual") else []
+    check(module, x, *residual)
+    x[(0, *inf_at)] = np.inf
+    check(module, x, *residual)
 
 
 @pytest.mark.parametrize("size", [14, 13])
