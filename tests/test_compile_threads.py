@@ -193,8 +193,9 @@ def test_leading_unit_dims_split_by_the_next_dim():
 @pytest.mark.parametrize("threads", [2, 3])
 def test_dense_layer_of_one_row_splits_by_columns(columns, threads, monkeypatch):
     """A dense layer at batch 1 (the packed GEMM on one row of a) runs by chunks of out's
-    columns, each starting at a panel of b; where b's last panel is padded (200 columns: 12
-    panels and 8 columns in a panel of 16), the last chunk, a function of its own, takes the rest."""
+    columns, each starting at a panel of b; where b's last panel is padded (200 columns end in
+    8 columns padded to a vector of 16, at either PANEL), the last chunk, a function of its own,
+    takes the rest; 208 columns end in a whole vector, unpadded."""
     monkeypatch.setitem(CPU.defaults, "min_work", 0)
     rng = np.random.default_rng(threads)
     b = GraphBuilder()
@@ -207,8 +208,9 @@ def test_dense_layer_of_one_row_splits_by_columns(columns, threads, monkeypatch)
     exe = graphopt.compile(module, backends=("cpu",), threads=threads)
     chunks = only_step(exe).kernel.chunks
     assert len(chunks) == min(threads, usable_cores()) and all(begin % packed_gemm.PANEL == 0 for _, begin in chunks)
-    assert [name.endswith("_last") for name, _ in chunks] == [columns % packed_gemm.PANEL != 0 and i == len(chunks) - 1
-                                                              for i in range(len(chunks))]
+    padded = packed_gemm.packed_size(37, columns) != 37 * columns
+    assert padded == (columns == 200)
+    assert [name.endswith("_last") for name, _ in chunks] == [padded and i == len(chunks) - 1 for i in range(len(chunks))]
     for got, want in zip(exe(*inputs), graphopt.interpret(module, *inputs), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
