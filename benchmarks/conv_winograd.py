@@ -7,7 +7,7 @@ SqueezeNet (odd sizes from 24: --shapes 24:).
 
 For each shape (batch 1, padding 1), an ONNX model Conv (with bias) -> Relu, compiled twice by
 graphopt in this process (kernel caches off): with the cpu schedule's Winograd rule taking every
-conv it can (`schedule.WINOGRAD_CHANNELS` 1) and taking none, and run by ONNX Runtime at the same
+conv it can (`conv_winograd.applies`) and taking none, and run by ONNX Runtime at the same
 thread count. Interleaved medians (benchmarks/timing.py; at one thread of the calling thread's
 CPU time, `time.thread_time`); prints ms and the ratios; the outputs are checked against ORT's.
 
@@ -25,7 +25,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import graphopt
-from graphopt.lowering.linalg import schedule
+from graphopt.lowering import conv_winograd
+from graphopt.lowering.linalg.schedule import CpuSchedule
 from graphopt.runtime import jit
 from graphopt.runtime.arrays import aligned_array, aligned_empty
 
@@ -63,19 +64,23 @@ def model(channels: int, out_channels: int, size: int) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def compiled(proto: onnx.ModelProto, threads: int, channels: int, backends=("cpu",)):
-    """The model compiled with the Winograd rule taking the convs of at least `channels` input
-    and output channels (1: every conv it can; NEVER: none)."""
-    previous = schedule.WINOGRAD_CHANNELS
-    schedule.WINOGRAD_CHANNELS = channels
+RULES = {
+    "every": lambda self, op: conv_winograd.applies(op.x.type, op.w.type, op.result.type, *(op.get(k) for k in ("strides", "dilations", "groups"))),
+    "none": lambda self, op: False,
+    "schedule": CpuSchedule.winograd_conv,
+}
+"""The Winograd rules compared: every conv the ukernel can run, none, the schedule's own."""
+
+
+def compiled(proto: onnx.ModelProto, threads: int, rule: str, backends=("cpu",)):
+    """The model compiled with the Winograd rule `rule` (of RULES)."""
+    previous = CpuSchedule.winograd_conv
+    CpuSchedule.winograd_conv = RULES[rule]
     jit._cache.clear()
     try:
         return graphopt.compile(graphopt.from_onnx(proto), backends=backends, threads=threads)
     finally:
-        schedule.WINOGRAD_CHANNELS = previous
-
-
-NEVER = 1 << 30
+        CpuSchedule.winograd_conv = previous
 
 
 def compare(channels: int, out_channels: int, size: int, threads: int, seconds: float) -> str:
@@ -84,7 +89,7 @@ def compare(channels: int, out_channels: int, size: int, threads: int, seconds: 
     session = onnxruntime_session(proto, threads)
     expected = session.run(None, {"x": x})[0]
     outputs = {side: aligned_empty(expected.shape, np.float32) for side in ("lanes", "winograd")}
-    executables = {side: compiled(proto, threads, 1 if side == "winograd" else NEVER) for side in outputs}
+    executables = {side: compiled(proto, threads, "every" if side == "winograd" else "none") for side in outputs}
     calls = {side: (lambda e=executables[side], o=outputs[side]: e(x, out=[o])) for side in outputs}
     calls["ort"] = lambda: session.run(None, {"x": x})
     for side in outputs:
@@ -104,8 +109,8 @@ def compare_model(name: str, threads: int, repeat: int) -> str:
     proto = load_model(name)
     inputs = [aligned_array(a) for a in model_inputs(proto, np.random.default_rng(0))]
     calls = {"ort": onnxruntime_runner(proto, inputs, threads)}
-    for side, channels in (("off", NEVER), ("on", schedule.WINOGRAD_CHANNELS)):
-        calls[side] = graphopt_runner(compiled(proto, threads, channels, ("cpu", "blas")), inputs)
+    for side, rule in (("off", "none"), ("on", "schedule")):
+        calls[side] = graphopt_runner(compiled(proto, threads, rule, ("cpu", "blas")), inputs)
     expected = calls["ort"]()
     differences = [np.abs(calls[side]() - expected).max() / np.abs(expected).max() for side in ("off", "on")]
     times = interleaved_medians(calls, 0, rounds=repeat)

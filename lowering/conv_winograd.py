@@ -18,8 +18,11 @@ The scratch buffer [16, C + O, R] holds V [16, C, R] and M [16, O, R] of a band 
    tile's 4 input rows is loaded as 32 floats at column 2j and at 2j + 2 and split into even and
    odd lanes (d[r][0..3]); V[xi, c, t] = (B^T d B)[xi], 16 plain stores (a row's last vector
    writes tiles of the next row, which that row rewrites; the band's last, the floats of slack);
+   then 16 zeros past the band's tiles, which the GEMMs' last vector reads (uninitialized, they
+   held whatever the allocator left: denormal floats among them made Intel's FMAs take
+   microcode assists, Inception-v2 ran 3x slower);
 2. 16 GEMMs M[xi] (O x tiles) = U[:, xi, :] (O x C) @ V[xi] (C x tiles), in register tiles of 6
-   output channels x 16 tiles (12 AVX2 registers of accumulators), c innermost, in blocks of
+   output channels x 16 tiles (x 64 with AVX-512: `TILE_VECTORS`), c innermost, in blocks of
    tiles whose V fits in half of L2 (`V_BLOCK_BYTES`);
 3. output transform: for each output channel and tile row, vectors of 16 tiles: Y = A^T M A,
    Y[a][0] and Y[a][1] interleaved into 32 consecutive columns of output row a, the tile
@@ -47,13 +50,15 @@ import numpy as np
 from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import Attribute
 
-from graphopt.lowering import tile_epilogue
+from graphopt.lowering import packed_gemm, tile_epilogue
 from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, load, store, store_first
 
 PREFIX = "graphopt_sconv_wino"
-ROWS = 6
-"""Output channels per register tile of the GEMMs (stage 2): 6 x 16 accumulators are 12 of
-AVX2's 16 registers, the tile of packed_gemm's AVX2 GEMM."""
+ROWS = packed_gemm.ROWS
+"""Output channels per register tile of the GEMMs (stage 2), the packed GEMM's."""
+TILE_VECTORS = packed_gemm.PANEL // VECTOR
+"""Vectors of 16 tiles per register tile of the GEMMs, the packed GEMM's panel: with AVX-512 6 x
+64 accumulators (24 of its 32 registers), else 6 x 16 (12 of AVX2's 16)."""
 V_BLOCK_BYTES = 256 * 1024
 """Bytes of V[xi] (C x tiles) that one block of the GEMMs reads for every register tile of
 output channels (half of Zen 1's 512 KB L2)."""
@@ -185,11 +190,13 @@ class _Ukernel(LLVMText):
         self.band = band_rows(self.channels, (1, scratch_channels - self.channels, self.out_h, self.out_w))
         self.vectors = -(-self.tile_cols // VECTOR)
         """Vectors of 16 tiles per tile row."""
+        self.gemm_tiles: set[tuple[int, int]] = set()
+        """The (output channels, vectors of tiles) of the register tiles that stage 2 calls."""
 
     def text(self) -> str:
         self._main()
-        for rows in sorted({ROWS, self.out_channels % ROWS} - {0}):
-            self._gemm_tile(rows)
+        for rows, vectors in sorted(self.gemm_tiles):
+            self._gemm_tile(rows, vectors)
         return self.ir()
 
     def _main(self) -> None:
@@ -245,7 +252,10 @@ class _Ukernel(LLVMText):
                     total = self._input_tiles(self.pointer(x_i, 2 * VECTOR * vector), self.pointer(v_i, VECTOR * vector), total)
                 return [total]
 
-            return self.loop(rows, tile_row, [(VECTOR_TYPE, total)])
+            (total,) = self.loop(rows, tile_row, [(VECTOR_TYPE, total)])
+            for xi in range(16):  # the GEMMs' last vector of tiles reads up to 15 past them
+                self.emit(store("zeroinitializer", self.pointer(v_c, rows * self.tile_cols + xi * self.transform_stride)))
+            return [total]
 
         (total,) = self.loop(self.channels, channel, [(VECTOR_TYPE, "zeroinitializer")])
         return total
@@ -297,7 +307,7 @@ class _Ukernel(LLVMText):
     def _gemms(self, tiles: int) -> None:
         """Stage 2 for a band of `tiles` tiles."""
         panels = -(-tiles // VECTOR)
-        block = max(1, min(panels, V_BLOCK_BYTES // (self.channels * VECTOR * 4)))
+        block = min(panels, max(TILE_VECTORS, V_BLOCK_BYTES // (self.channels * VECTOR * 4) // TILE_VECTORS * TILE_VECTORS))
         full_blocks, rest = divmod(panels, block)
 
         def transform_element(xi: str) -> None:
@@ -310,12 +320,16 @@ class _Ukernel(LLVMText):
                     u_o = self.pointer(u_xi, self.value(f"mul i64 {o}, {16 * self.channels}"))
                     m_o = self.pointer(m_xi, self.value(f"mul i64 {o}, {self.row}"))
 
-                    def panel(p: str) -> None:
+                    def register_tile(p: str, vectors: int) -> None:
                         t = self.value(f"mul i64 {self.value(f'add i64 {first_panel}, {p}')}, {VECTOR}")
                         arguments = f"ptr {u_o}, ptr {self.pointer(v_xi, t)}, ptr {self.pointer(m_o, t)}"
-                        self.emit(f"  call void @{self.name}.tile{rows}({arguments})")
+                        self.emit(f"  call void @{self.name}.tile{rows}x{vectors}({arguments})")
+                        self.gemm_tiles.add((rows, vectors))
 
-                    self.loop(count, panel)
+                    wide, rest_vectors = divmod(count, TILE_VECTORS)
+                    self.loop(wide, lambda p: register_tile(self.value(f"mul i64 {p}, {TILE_VECTORS}"), TILE_VECTORS))
+                    if rest_vectors:
+                        register_tile(str(wide * TILE_VECTORS), rest_vectors)
 
                 full = self.out_channels // ROWS
                 self.loop(full, lambda o: channel_tile(self.value(f"mul i64 {o}, {ROWS}"), ROWS))
@@ -328,25 +342,30 @@ class _Ukernel(LLVMText):
 
         self.loop(16, transform_element)
 
-    def _gemm_tile(self, rows: int) -> None:
-        """`@name.tile<rows>(u, v, m)`: m[r R + (0..15)] = sum over c of u[r 16 C + c] * v[c R + (0..15)]."""
-        self.define(f"define internal void @{self.name}.tile{rows}(ptr noalias %u, ptr noalias %v, ptr noalias %m) {{")
+    def _gemm_tile(self, rows: int, vectors: int) -> None:
+        """`@name.tile<rows>x<vectors>(u, v, m)`: m[r R + t] = sum over c of u[r 16 C + c] * v[c R + t]
+        for t < 16 vectors."""
+        self.define(f"define internal void @{self.name}.tile{rows}x{vectors}(ptr noalias %u, ptr noalias %v, ptr noalias %m) {{")
 
         def channel(c: str, *sums: str) -> list[str]:
-            tiles = self.fresh()
-            self.emit(load(tiles, self.pointer("%v", self.value(f"mul i64 {c}, {self.row}"))))
+            v_c = self.pointer("%v", self.value(f"mul i64 {c}, {self.row}"))
+            tiles = [self.fresh() for _ in range(vectors)]
+            for k, value in enumerate(tiles):
+                self.emit(load(value, self.pointer(v_c, VECTOR * k)))
             following = []
-            for r, total in enumerate(sums):
+            for r in range(rows):
                 weight = self.value(f"load float, ptr {self.pointer('%u', self.value(f'add i64 {c}, {r * 16 * self.channels}'))}, align 4")
                 weights = self.fresh()
                 self.lines += broadcast(weights, weight)
-                following.append(self.fresh())
-                self.emit(fma(following[-1], weights, tiles, total))
+                for k, value in enumerate(tiles):
+                    following.append(self.fresh())
+                    self.emit(fma(following[-1], weights, value, sums[r * vectors + k]))
             return following
 
-        sums = self.loop(self.channels, channel, [(VECTOR_TYPE, "zeroinitializer")] * rows)
-        for r, total in enumerate(sums):
-            self.emit(store(total, self.pointer("%m", r * self.row)))
+        sums = self.loop(self.channels, channel, [(VECTOR_TYPE, "zeroinitializer")] * (rows * vectors))
+        for i, total in enumerate(sums):
+            r, k = divmod(i, vectors)
+            self.emit(store(total, self.pointer("%m", r * self.row + VECTOR * k)))
         self.end()
 
     # --- stage 3: Y = A^T M A, the epilogue, out ---

@@ -75,8 +75,14 @@ def lanes_1x1_positions() -> frozenset[int]:
     return LANES_1X1_POSITIONS if host_has_avx512() else NARROW_REGISTER_LANES_1X1_POSITIONS
 
 
-WINOGRAD_CHANNELS = 16
-"""Input and output channels from which a 3x3 conv runs as `conv_winograd` (`CpuSchedule.winograd_conv`)."""
+WINOGRAD_MINIMUM = (32, 64, 14) if host_has_avx512() else (16, 16, 1)
+"""(input channels, output channels, output rows) from which an f32 3x3 conv of stride 1 runs as
+`conv_winograd` (`CpuSchedule.winograd_conv`), measured in whole models against conv_lanes. On
+Zen 1 (AVX2; 2026-11-28) every 3x3 of 16 channels or more gained. On Emerald Rapids (AVX-512;
+2026-11-28, one thread, interleaved) taking every 3x3 made SqueezeNet 1.12x and Inception-v2
+1.03x slower: conv_lanes runs 150-160 GFLOP/s there, and the transforms' cost per output and U's
+bytes (16/9 of w's) outweigh the GEMMs' savings on DenseNet's 128 -> 32s, SqueezeNet's 16 -> 64,
+and the 7x7 planes (1.06-1.33x slower alone)."""
 
 
 class PlainSchedule:
@@ -199,14 +205,16 @@ class CpuSchedule(PlainSchedule):
         return direct_conv.applies(op.x.type, op.w.type, op.result.type)
 
     def winograd_conv(self, op: graph.Conv2dOp) -> bool:
-        """Without AVX-512 (not measured there), an f32 3x3 conv of stride 1 and one group
-        (`conv_winograd.applies`) with at least WINOGRAD_CHANNELS input and output channels."""
+        """An f32 3x3 conv of stride 1 and one group (`conv_winograd.applies`) with at least
+        WINOGRAD_MINIMUM's input channels, output channels and output rows."""
         out_channels, in_channels, _, _ = shape_of(op.w)
         attributes = (op.get(key) for key in ("strides", "dilations", "groups"))
+        least_in, least_out, least_rows = WINOGRAD_MINIMUM
         return (
-            not host_has_avx512()
-            and conv_winograd.applies(op.x.type, op.w.type, op.result.type, *attributes)
-            and min(in_channels, out_channels) >= WINOGRAD_CHANNELS
+            conv_winograd.applies(op.x.type, op.w.type, op.result.type, *attributes)
+            and in_channels >= least_in
+            and out_channels >= least_out
+            and shape_of(op.result)[2] >= least_rows
         )
 
     def lanes_conv(self, op: graph.Conv2dOp) -> bool:

@@ -1,6 +1,6 @@
 // An f32 3x3 conv2d of stride 1 and one group with a constant, finite w and at least 16 input
-// and output channels (CpuSchedule.winograd_conv; not on AVX-512
-// hosts) copies x zero-padded (one more column on the right, rows below for the vectors that
+// and output channels (CpuSchedule.winograd_conv; AVX-512 hosts ask for more:
+// conv_winograd_avx512.mlir) copies x zero-padded (one more column on the right, rows below for the vectors that
 // read past a row: conv_winograd.padding) and calls the Winograd F(2x2, 3x3) ukernel
 // (conv_winograd.py) on it, on U = G w G^T transformed at compile time ([O, 16, C], a constant
 // argument), on w itself (the direct conv for a non-finite x) and on a scratch buffer
