@@ -110,6 +110,17 @@ x's end does not fault, but where the page after x is not mapped it ran 4x slowe
 3->32 3x3/2 stem: 3.8 against 0.9 ms, in processes whose heap ended after x). A step prefetches
 each line its x values may lie on, the first and the last of each run (`_prefetches`), and a 1x1's
 step PREFETCH_CHANNELS_1X1 input channels ahead."""
+PREFETCH_STRIDED = True
+"""Whether the convs of a stride other than 1 prefetch x as PREFETCH does for every conv, where
+PREFETCH is off (AVX-512). On Emerald Rapids (AVX-512, 2 MB of L2; 2026-11-28, conv + bias + relu
+alone, 1 thread, interleaved, thread CPU time) 128->128 3x3/2 at 56 took 0.81 of its time, 64->128
+3x3/2 at 56 0.94, 256->256 3x3/2 at 28 0.95, 512->512 3x3/2 at 14 1.00, and 64->64 3x3/1 at 56
+1.00; the stems (3->64 and 3->96 7x7/2 at 224, 3->32 3x3/2) 0.99-1.00. Whole models (one
+process, 8 interleaved rounds with ORT): every conv prefetching, ResNet-50 0.974, EfficientNet-ish
+0.970, MobileNet-v2-ish 0.988, DenseNet-121 1.038 (whose convs are of stride 1 but for the stem),
+the others 0.99-1.00; the strided ones (this rule), ResNet-50 0.989, ResNet-18-ish 0.996, the
+MobileNet- and EfficientNet-ish and DenseNet-121 1.00, SqueezeNet 1.036 (its only strided conv is
+the stem: this host's noise)."""
 PREFETCH_CHANNELS_1X1 = 16
 """How many input channels ahead a 1x1's step prefetches x (`PREFETCH`): its step (one channel,
 1 x 6 positions: 12 FMAs on AVX2) is too short for a line from L2 or L3 to arrive by the next
@@ -246,9 +257,11 @@ class _Ukernel(LLVMText):
         _, self.out_channels, self.out_h, self.out_w = out
         self.positions = self.out_h * self.out_w
         self.tiles: dict[tuple[int, int, tuple[int, ...], int], str] = {}
+        self.prefetches_x = PREFETCH or (PREFETCH_STRIDED and (self.sh, self.sw) != (1, 1))
+        """Whether the tiles' steps prefetch the x of an input channel ahead (`PREFETCH`, `PREFETCH_STRIDED`)."""
 
     def text(self) -> str:
-        if PREFETCH or tile_epilogue.PREFETCH:
+        if self.prefetches_x or tile_epilogue.PREFETCH:
             self.emit(tile_epilogue.PREFETCH_DECLARATION)
         shifts = self._shifts()
         self.emit(f"@{self.name}.shifts = internal constant [{len(shifts)} x i64] [{', '.join(f'i64 {s}' for s in shifts)}]")
@@ -340,7 +353,7 @@ class _Ukernel(LLVMText):
                 e(load(weight, f"{weight}.at"))
                 weights[v, tap] = weight
         done = [0] * len(offsets)
-        if PREFETCH:
+        if self.prefetches_x:
             # the x of the channel `channels_ahead` on; in the last `channels_ahead` channels, this
             # channel's (in L1): a prefetch past x's end into an unmapped page ran the 3->32 3x3/2 stem 4x slower
             channel = self.sh * self.sw * self.length

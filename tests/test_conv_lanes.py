@@ -220,20 +220,22 @@ def ends_of_runs(reads: list[int]) -> list[int]:
     return sorted({end for run in runs for end in (run[0], run[-1])})
 
 
-@pytest.mark.parametrize("prefetch", [True, False])
-def test_steps_prefetch_the_next_input_channels_x(monkeypatch, prefetch, tile):
+@pytest.mark.parametrize("prefetch, strided", [(True, False), (False, True), (False, False)])
+def test_steps_prefetch_the_next_input_channels_x(monkeypatch, prefetch, strided, tile):
     """A stride-2 row of 3 taps over 4 positions reads 5 + 4 x values in two stride phases: a
     prefetch of the first and the last of each (the lines they lie on), one input channel (4
     phases of 16 x 9 + 5 floats) ahead, and in the last of
     the 20 input channels, that channel's own (never past x's end: a prefetch into an unmapped page
-    is slow); the results are the interpreter's either way."""
+    is slow), with PREFETCH (every conv) or PREFETCH_STRIDED (the strided ones); the results are
+    the interpreter's either way."""
     monkeypatch.setattr(conv_lanes, "PREFETCH", prefetch)
+    monkeypatch.setattr(conv_lanes, "PREFETCH_STRIDED", strided)
     module = conv_layer((1, 20, 32, 16), sample((16, 20, 3, 3), seed=1, specials=False), (2, 2), (1, 1), (1, 1, 1, 1))
     (call,) = lanes_calls(module)
     ukernel = conv_lanes.ukernel_ir(call.callee.string_value(), [a.type for a in call.arguments])
     _, _, sh, sw, length = call.arguments[0].type.get_shape()
     ahead = [line.split()[-1] for line in ukernel.splitlines() if re.match(r"\s*%ahead\.\d+ = getelementptr", line)]
-    if not prefetch:
+    if not (prefetch or strided):
         assert ahead == []
     else:
         assert f"%ahead.last = icmp uge i64 %u, {19 * 9}" in ukernel
@@ -242,6 +244,19 @@ def test_steps_prefetch_the_next_input_channels_x(monkeypatch, prefetch, tile):
         for text in re.findall(r"define internal void @\S+\.tile\d+\(.*?\n}", ukernel, re.S):
             assert prefetched(text) == ends_of_runs(x_reads(text))
     check_compiled(module, sample((1, 20, 32, 16), specials=False))
+
+
+@pytest.mark.parametrize("prefetch", [True, False])
+def test_stride_1_prefetches_only_with_prefetch(monkeypatch, prefetch, tile):
+    """PREFETCH_STRIDED leaves the convs of stride 1 to PREFETCH: a 3x3 of stride 1 prefetches x
+    with PREFETCH alone."""
+    monkeypatch.setattr(conv_lanes, "PREFETCH", prefetch)
+    monkeypatch.setattr(conv_lanes, "PREFETCH_STRIDED", True)
+    module = conv_layer((1, 20, 16, 16), sample((16, 20, 3, 3), seed=1, specials=False), (1, 1), (1, 1), (1, 1, 1, 1))
+    (call,) = lanes_calls(module)
+    ukernel = conv_lanes.ukernel_ir(call.callee.string_value(), [a.type for a in call.arguments])
+    assert ("%ahead.channel = select" in ukernel) == prefetch
+    check_compiled(module, sample((1, 20, 16, 16), specials=False))
 
 
 @pytest.mark.parametrize("channels", [40, 5])
