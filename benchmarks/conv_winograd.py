@@ -3,7 +3,7 @@
 SqueezeNet (odd sizes from 24: --shapes 24:).
 
     python benchmarks/conv_winograd.py [--seconds 2] [--threads 1] [--shapes 0:3]
-    python benchmarks/conv_winograd.py --models resnet18_ish,resnet50 [--threads 2] [--repeat 6]
+    python benchmarks/conv_winograd.py --models resnet18_ish,resnet50 [--threads 2] [--repeat 6] [--on every]
 
 For each shape (batch 1, padding 1), an ONNX model Conv (with bias) -> Relu, compiled twice by
 graphopt in this process (kernel caches off): with the cpu schedule's Winograd rule taking every
@@ -12,7 +12,8 @@ thread count. Interleaved medians (benchmarks/timing.py; at one thread of the ca
 CPU time, `time.thread_time`); prints ms and the ratios; the outputs are checked against ORT's.
 
 --models: whole models (benchmarks/models.py's), compiled as models.py does (backends cpu and
-blas) with the rule as the schedule sets it and taking no conv, and ORT; --repeat blocks of 4
+blas) with the rule as the schedule sets it (--on every: taking every conv it can) and taking no
+conv, and ORT; --repeat blocks of 4
 calls each, interleaved (wall time); prints ms, the ratios and the largest difference from ORT's
 output relative to its largest magnitude.
 """
@@ -102,14 +103,14 @@ def compare(channels: int, out_channels: int, size: int, threads: int, seconds: 
     return f"{name:18s} {lanes:9.3f} {winograd:9.3f} {ort:9.3f}   {winograd / lanes:5.2f}   {winograd / ort:5.2f}   {lanes / ort:5.2f}"
 
 
-def compare_model(name: str, threads: int, repeat: int) -> str:
+def compare_model(name: str, threads: int, repeat: int, on_rule: str) -> str:
     from models import load_model, model_inputs
     from end_to_end import graphopt_runner, onnxruntime_runner
 
     proto = load_model(name)
     inputs = [aligned_array(a) for a in model_inputs(proto, np.random.default_rng(0))]
     calls = {"ort": onnxruntime_runner(proto, inputs, threads)}
-    for side, rule in (("off", "none"), ("on", "schedule")):
+    for side, rule in (("off", "none"), ("on", on_rule)):
         calls[side] = graphopt_runner(compiled(proto, threads, rule, ("cpu", "blas")), inputs)
     expected = calls["ort"]()
     differences = [np.abs(calls[side]() - expected).max() / np.abs(expected).max() for side in ("off", "on")]
@@ -128,11 +129,12 @@ def main() -> None:
     parser.add_argument("--shapes", default=":", help="a slice of SHAPES, e.g. 0:3")
     parser.add_argument("--models", help="whole models instead, comma-separated")
     parser.add_argument("--repeat", type=int, default=6, help="blocks of calls per model")
+    parser.add_argument("--on", choices=("schedule", "every"), default="schedule", help="--models: the rule of the 'on' column")
     args = parser.parse_args()
     if args.models:
         print(f"{'model':14s} {'off ms':>9s} {'on ms':>9s} {'ORT ms':>9s}   on/off  off/ORT  on/ORT   max diff off, on")
         for name in args.models.split(","):
-            print(compare_model(name, args.threads, args.repeat), flush=True)
+            print(compare_model(name, args.threads, args.repeat, args.on), flush=True)
         return
     start, stop = (int(i) if i else None for i in args.shapes.split(":"))
     print(f"{'conv':18s} {'lanes ms':>9s} {'wino ms':>9s} {'ORT ms':>9s}   wino/lanes wino/ORT lanes/ORT")
