@@ -7,7 +7,7 @@ SqueezeNet (odd sizes from 24: --shapes 24:).
 
 For each shape (batch 1, padding 1), an ONNX model Conv (with bias) -> Relu, compiled twice by
 graphopt in this process (kernel caches off): with the cpu schedule's Winograd rule taking every
-conv it can (`conv_winograd.applies`) and taking none, and run by ONNX Runtime at the same
+conv it can (`schedule.winograd_applies`) and taking none, and run by ONNX Runtime at the same
 thread count. Interleaved medians (benchmarks/timing.py; at one thread of the calling thread's
 CPU time, `time.thread_time`); prints ms and the ratios; the outputs are checked against ORT's.
 
@@ -26,7 +26,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import graphopt
-from graphopt.lowering import conv_winograd
+from graphopt.lowering.linalg import schedule
 from graphopt.lowering.linalg.schedule import CpuSchedule
 from graphopt.runtime import jit
 from graphopt.runtime.arrays import aligned_array, aligned_empty
@@ -66,7 +66,7 @@ def model(channels: int, out_channels: int, size: int) -> onnx.ModelProto:
 
 
 RULES = {
-    "every": lambda self, op: conv_winograd.applies(op.x.type, op.w.type, op.result.type, *(op.get(k) for k in ("strides", "dilations", "groups"))),
+    "every": lambda self, op: schedule.winograd_applies(op),
     "none": lambda self, op: False,
     "schedule": CpuSchedule.winograd_conv,
 }

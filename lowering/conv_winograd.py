@@ -344,7 +344,7 @@ class _Ukernel(LLVMText):
 
     def _gemm_tile(self, rows: int, vectors: int) -> None:
         """`@name.tile<rows>x<vectors>(u, v, m)`: m[r R + t] = sum over c of u[r 16 C + c] * v[c R + t]
-        for t < 16 vectors."""
+        for r < rows and t < 16 vectors."""
         self.define(f"define internal void @{self.name}.tile{rows}x{vectors}(ptr noalias %u, ptr noalias %v, ptr noalias %m) {{")
 
         def channel(c: str, *sums: str) -> list[str]:

@@ -29,12 +29,12 @@ RULE = CpuSchedule.winograd_conv
 
 @pytest.fixture(autouse=True)
 def winograd_whenever_it_applies(monkeypatch):
-    """These are the ukernel's tests: it takes every conv it can run (`conv_winograd.applies`),
+    """These are the ukernel's tests: it takes every conv it can run (`schedule.winograd_applies`),
     whatever the channels and the CPU."""
     monkeypatch.setattr(
         CpuSchedule,
         "winograd_conv",
-        lambda self, op: conv_winograd.applies(op.x.type, op.w.type, op.result.type, *(op.get(k) for k in ("strides", "dilations", "groups"))),
+        lambda self, op: schedule.winograd_applies(op),
     )
 
 

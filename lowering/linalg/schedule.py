@@ -85,6 +85,12 @@ bytes (16/9 of w's) outweigh the GEMMs' savings on DenseNet's 128 -> 32s, Squeez
 and the 7x7 planes (1.06-1.33x slower alone)."""
 
 
+def winograd_applies(op: graph.Conv2dOp) -> bool:
+    """Whether `conv_winograd` can run the conv at all (`conv_winograd.applies`: f32, 3x3, stride 1,
+    dilation 1, one group), whatever its size."""
+    return conv_winograd.applies(op.x.type, op.w.type, op.result.type, *(op.get(key) for key in ("strides", "dilations", "groups")))
+
+
 class PlainSchedule:
     """Plain loop nests, one output each: no blocking, no ukernels, NaN-propagating row max."""
 
@@ -205,13 +211,12 @@ class CpuSchedule(PlainSchedule):
         return direct_conv.applies(op.x.type, op.w.type, op.result.type)
 
     def winograd_conv(self, op: graph.Conv2dOp) -> bool:
-        """An f32 3x3 conv of stride 1 and one group (`conv_winograd.applies`) with at least
+        """A conv that `conv_winograd` can run (`winograd_applies`) with at least
         WINOGRAD_MINIMUM's input channels, output channels and output rows."""
         out_channels, in_channels, _, _ = shape_of(op.w)
-        attributes = (op.get(key) for key in ("strides", "dilations", "groups"))
         least_in, least_out, least_rows = WINOGRAD_MINIMUM
         return (
-            conv_winograd.applies(op.x.type, op.w.type, op.result.type, *attributes)
+            winograd_applies(op)
             and in_channels >= least_in
             and out_channels >= least_out
             and shape_of(op.result)[2] >= least_rows
