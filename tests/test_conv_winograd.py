@@ -203,10 +203,10 @@ def test_rule_takes_the_3x3s_of_stride_1_with_enough_channels_and_rows(monkeypat
     monkeypatch.setattr(CpuSchedule, "winograd_conv", RULE)
     monkeypatch.setattr(schedule, "WINOGRAD_MINIMUM", minimum)
     least_in, least_out, least_rows = minimum
-    rows = max(least_rows, 13)
+    odd = max(least_rows, 13) | 1
     taken = {
         "at the least channels": ((1, least_in, 56, 56), least_out),
-        "odd rows": ((1, least_in, rows, rows), least_out),
+        "odd rows": ((1, least_in, odd, odd), least_out),
         "at the least rows": ((1, 64, least_rows, 20), 64),
     }
     refused = {
