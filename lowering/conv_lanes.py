@@ -25,11 +25,17 @@ last super-tile are tiles of even sizes unrolled after the loop (`rest_tiles`).
 
 With an epilogue, the name carries its steps after the dilations (`_e<token>`) and the call
 passes its operands between w and out, as for the direct ukernel.
+
+A call for output rows first to end - 1 alone (a chunk of a conv split by output rows,
+`row_split.output_row_split`) has a name ending in `_oh<first>to<end>` (`rows_chunk_name`) and
+the same operands: it computes those rows of every output channel, its super-tiles starting at
+row first.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -217,6 +223,23 @@ def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
     return name(types, *direct_conv.parameters(name_))
 
 
+def rows_chunk_name(name_: str, first: int, end: int) -> str:
+    """The name of the ukernel `name_` called for output rows first to end - 1 alone."""
+    return f"{name_}_oh{first}to{end}"
+
+
+def _row_range(name_: str) -> tuple[int, int] | None:
+    """(first, end) of a `rows_chunk_name`, or None for a call on all output rows."""
+    match = re.search(r"_oh(\d+)to(\d+)$", name_)
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def super_tile_rows(out_w: int, kernel_w: int) -> int:
+    """Output rows per super-tile (lcm(P, OW) positions, `positions`): a chunk of output rows
+    starting at a multiple of them tiles its rows as the whole call does."""
+    return math.lcm(positions(out_w, kernel_w), out_w) // out_w
+
+
 def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
     """LLVM IR defining `void @name_(ptr phases, ptr w, <the tile epilogue's operands>, ptr out)` for these memref types."""
     return _Ukernel(name_, types).text()
@@ -256,6 +279,8 @@ class _Ukernel(LLVMText):
         _, _, self.kernel_h, self.kernel_w, _ = w
         _, self.out_channels, self.out_h, self.out_w = out
         self.positions = self.out_h * self.out_w
+        self.first_row, self.end_row = _row_range(name_) or (0, self.out_h)
+        """The output rows the call computes (all of them but in a chunk of rows)."""
         self.tiles: dict[tuple[int, int, tuple[int, ...], int], str] = {}
         self.prefetches_x = PREFETCH or (PREFETCH_STRIDED and (self.sh, self.sw) != (1, 1))
         """Whether the tiles' steps prefetch the x of an input channel ahead (`PREFETCH`, `PREFETCH_STRIDED`)."""
@@ -314,9 +339,11 @@ class _Ukernel(LLVMText):
 
     def _stored_lanes(self, count: int, latest: int) -> int:
         """Floats stored per channel by a tile of `count` positions whose first is at most
-        position `latest` of its channels: OVERLAP_STORE_LANES where the rows go on that far
-        (`OVERLAP_STORE_LANES`), else `count`."""
-        overlaps = PLAIN_STORE_LANES < count <= OVERLAP_STORE_LANES and latest + OVERLAP_STORE_LANES <= self.positions
+        position `latest` of its channels: OVERLAP_STORE_LANES where the call's rows go on that
+        far (`OVERLAP_STORE_LANES`; not into the rows of another chunk, which runs at the same
+        time), else `count`."""
+        end = self.end_row * self.out_w
+        overlaps = PLAIN_STORE_LANES < count <= OVERLAP_STORE_LANES and latest + OVERLAP_STORE_LANES <= end
         return OVERLAP_STORE_LANES if overlaps else count
 
     # --- one register tile: out[blocks x 16 channels (`channels` valid), positions] ---
@@ -444,11 +471,12 @@ class _Ukernel(LLVMText):
                     stored = self._stored_lanes(count, latest)
                     self.emit(f"  call void {self._tile_name(blocks, channels, offsets, stored)}({call_arguments})")
 
-                full = self.positions // super_tile
-                last_super_tile = (full - 1) * super_tile
+                first = self.first_row * self.out_w
+                full = (self.end_row * self.out_w - first) // super_tile
+                last_super_tile = first + (full - 1) * super_tile
 
                 def super_tile_at(s: str) -> None:
-                    rows = self.value(f"mul i64 {s}, {super_tile // self.out_w}")
+                    rows = self.value(f"add i64 {self.value(f'mul i64 {s}, {super_tile // self.out_w}')}, {self.first_row}")
                     if super_tile == self.out_w:  # tiles inside the row: one loop
                         last = last_super_tile + self.out_w - size
                         self.loop(self.out_w // size, lambda t: tile(rows, self.value(f"mul i64 {t}, {size}"), size, last))
@@ -457,10 +485,10 @@ class _Ukernel(LLVMText):
                             tile(rows, start, size, last_super_tile + start)
 
                 self.loop(full, super_tile_at)
-                rest = self.positions - full * super_tile
+                rest = self.end_row * self.out_w - first - full * super_tile
                 start = 0
                 for count in rest_tiles(rest, size):
-                    tile(str(full * super_tile // self.out_w), start, count, full * super_tile + start)
+                    tile(str(self.first_row + full * super_tile // self.out_w), start, count, first + full * super_tile + start)
                     start += count
 
             tile_channels = BLOCKS * VECTOR

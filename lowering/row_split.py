@@ -87,6 +87,9 @@ class RowSplit:
     columns: int = 0
     """The columns of the conv GEMM's b and out per unit (`position_split`: 1 for positions, an
     output row's for rows): a chunk calls the ukernel for its columns; 0 for other splits."""
+    static_rows: bool = False
+    """Each chunk is a function of its own that computes its output rows from the arguments
+    passed whole (`output_row_split`: row_bytes all 0)."""
 
 
 def row_split(kernel: func.FuncOp) -> RowSplit | None:
@@ -339,6 +342,31 @@ def position_split(kernel: func.FuncOp) -> RowSplit | None:
     return RowSplit(units, row_bytes, granule, temporaries, frozenset(steps), columns=columns)
 
 
+def output_row_split(kernel: func.FuncOp) -> RowSplit | None:
+    """How `kernel`, a call of the lanes conv on one image (`ukernels.lanes_output_rows`) and
+    the loop nests that write its phases (x zero-padded: temporaries only), can run by blocks
+    of its output rows, or None when it cannot. Each chunk is a function of its own: it pads
+    all of x into its own phases and calls the ukernel for its rows (`conv_lanes.rows_chunk_name`)
+    on the arguments passed whole. Chunks start at multiples of a super-tile's rows.
+
+        func.func @k(%x: memref<1x128x56x56xf32>, %w: memref<2x128x3x3x16xf32>, %out: memref<1x32x56x56xf32>)
+          ->  28 output rows from row 28:
+        func.func @k_oh28to56(%x: memref<1x128x56x56xf32>, %w: memref<2x128x3x3x16xf32>, %out: memref<1x32x56x56xf32>)
+          calling @graphopt_sconv_lanes_r58_d1x1_1x128x1x1x3366_2x128x3x3x16_1x32x56x56_oh28to56
+    """
+    block = kernel.body.block
+    ops = [op for op in block.ops if not isinstance(op, (func.ReturnOp, memref.DeallocOp))]
+    if not ops or not isinstance(ops[-1], func.CallOp) or any(not isinstance(op, _SPLITTABLE_OPS) for op in ops):
+        return None
+    units = ukernels.lanes_output_rows(ops[-1])
+    temporaries = {op.memref for op in ops if isinstance(op, memref.AllocOp)}
+    writes_temporaries = all(set(op.outputs) <= temporaries for op in ops if isinstance(op, GenericOp))
+    if units is None or not writes_temporaries:
+        return None
+    rows, granule = units
+    return RowSplit(rows, (0,) * len(block.args), granule, frozenset(), static_rows=True)
+
+
 _IM2COL_ROW = 4
 """The loop dim of the output rows (oh) in the im2col copy's loop nest (n, c, kh, kw, oh, ow)."""
 
@@ -405,9 +433,12 @@ def _place_channel_loop(generic: GenericOp, sliced: set[SSAValue], whole: set[SS
     return True
 
 
-def row_chunk_kernel(kernel: func.FuncOp, split: RowSplit, rows: int, name: str, last: bool = False) -> func.FuncOp:
+def row_chunk_kernel(
+    kernel: func.FuncOp, split: RowSplit, rows: int, name: str, last: bool = False, first: int = 0
+) -> func.FuncOp:
     """`kernel` over `rows` rows of its sliced arguments and temporaries, named `name`; `last`:
-    the split's last rows, taking the rest of each sliced buffer."""
+    the split's last rows, taking the rest of each sliced buffer; `first`: the first of its
+    rows, where each chunk is a function of its own (`RowSplit.static_rows`)."""
     old_args = list(kernel.body.block.args)
     arg_types = [
         _rows_of(a.type, rows, split, split.row_bytes[i], last)
@@ -427,7 +458,8 @@ def row_chunk_kernel(kernel: func.FuncOp, split: RowSplit, rows: int, name: str,
             new_op = memref.AllocOp.get(chunk_type.element_type, shape=chunk_type.get_shape())
             mapping[op.memref] = new_op.memref
         elif isinstance(op, func.CallOp):
-            new_op = ukernels.chunk_call(op, [mapping.get(v, v) for v in op.arguments], rows * split.columns or None)
+            output_rows = (first, first + rows) if split.static_rows else None
+            new_op = ukernels.chunk_call(op, [mapping.get(v, v) for v in op.arguments], rows * split.columns or None, output_rows)
         else:
             new_op = op.clone(value_mapper=mapping)
         block.add_op(new_op)

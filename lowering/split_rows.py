@@ -24,6 +24,10 @@ block (1000 channels in 63 blocks of 16), the last chunk, `<kernel>_rows<N>_last
     func.func @conv(%x: memref<1x8x7x6xf32>, %w: memref<16x8x3x3xf32>, %out: memref<1x16x7x6xf32>)
         attributes {graph.row_chunks = [["conv_rows8", 0], ["conv_rows8", 8]], graph.row_bytes = array<i64: 0, 288, 168>, ...}
 
+The lanes conv of one register tile of output channels splits by its output rows
+(`row_split.output_row_split`): each chunk is a function of its own, `<kernel>_oh<first>to<end>`,
+called on the arguments whole (row bytes all 0).
+
 Kernels that do less work, that cannot split by rows (or channels), or whose rows make one
 chunk are left as they are; so is every kernel when `threads` is 1.
 """
@@ -40,7 +44,14 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from graphopt.lowering import ukernels
 from graphopt.lowering.pipelines import PARALLEL_MIN_WORK
-from graphopt.lowering.row_split import RowSplit, channel_split, position_split, row_chunk_kernel, row_split
+from graphopt.lowering.row_split import (
+    RowSplit,
+    channel_split,
+    output_row_split,
+    position_split,
+    row_chunk_kernel,
+    row_split,
+)
 from graphopt.lowering.share_kernel_code import ALIASES_ATTR
 
 WORK_ATTR = "graph.work"
@@ -81,13 +92,17 @@ class SplitRowsPass(ModulePass):
         if len(sizes) < 2:
             return []
         name = kernel.sym_name.data
-        names = [f"{name}_rows{size}" for size in sizes]
-        if split.ragged:  # the last chunk takes the rest: a function of its own
-            names[-1] += "_last"
-        chunks = [
-            row_chunk_kernel(kernel, split, size, chunk_name, last=split.ragged and chunk_name == names[-1])
-            for size, chunk_name in sorted(set(zip(sizes, names)))
-        ]
+        if split.static_rows:  # a function per chunk
+            names = [f"{name}_oh{begin}to{begin + size}" for begin, size in zip(begins, sizes)]
+            chunks = [row_chunk_kernel(kernel, split, size, n, first=begin) for begin, size, n in zip(begins, sizes, names)]
+        else:
+            names = [f"{name}_rows{size}" for size in sizes]
+            if split.ragged:  # the last chunk takes the rest: a function of its own
+                names[-1] += "_last"
+            chunks = [
+                row_chunk_kernel(kernel, split, size, chunk_name, last=split.ragged and chunk_name == names[-1])
+                for size, chunk_name in sorted(set(zip(sizes, names)))
+            ]
         for chunk in reversed(chunks):
             for attribute in (ALIASES_ATTR, WORK_ATTR):
                 chunk.attributes.pop(attribute, None)
@@ -102,12 +117,13 @@ class SplitRowsPass(ModulePass):
 def chunk_split(kernel: func.FuncOp) -> RowSplit | None:
     """How split-rows cuts `kernel` into chunks: by rows, or, a convolution of one image (one
     row), by output positions where it has few output channels, or by whole output rows where
-    it runs as the GEMM on an im2col copy of many positions per channel (`position_split`),
-    else by output channels; None when it cannot."""
+    it runs as the GEMM on an im2col copy of many positions per channel (`position_split`) or
+    as the lanes conv of one register tile of output channels (`output_row_split`), else by
+    output channels; None when it cannot."""
     split = row_split(kernel)
     if split is not None and split.rows > 1:
         return split
-    return position_split(kernel) or channel_split(kernel)
+    return position_split(kernel) or output_row_split(kernel) or channel_split(kernel)
 
 
 def row_chunks(kernel: func.FuncOp) -> tuple[list[tuple[str, int]], tuple[int, ...]]:

@@ -60,13 +60,21 @@ def call(name: str, operands: Sequence[SSAValue]) -> func.CallOp:
     return func.CallOp(name, operands, [])
 
 
-def chunk_call(ukernel_call: func.CallOp, operands: Sequence[SSAValue], columns: int | None = None) -> func.CallOp:
+def chunk_call(
+    ukernel_call: func.CallOp,
+    operands: Sequence[SSAValue],
+    columns: int | None = None,
+    output_rows: tuple[int, int] | None = None,
+) -> func.CallOp:
     """`ukernel_call` on `operands` of other sizes (a row chunk's), calling the ukernel for them;
     with `columns`, the conv GEMM's call for a chunk of its columns (`position_units`), on
-    operands whole in type."""
+    operands whole in type; with `output_rows` (first, end), the lanes conv's call for those
+    output rows (`lanes_output_rows`), on operands whole."""
     name = ukernel_call.callee.string_value()
     if columns is not None:
         return call(packed_gemm.columns_chunk_name(name, columns), operands)
+    if output_rows is not None:
+        return call(conv_lanes.rows_chunk_name(name, *output_rows), operands)
     return call(_kind(name).chunk_name(name, [v.type for v in operands]), operands)
 
 
@@ -207,6 +215,34 @@ def output_row_units(ukernel_call: func.CallOp) -> int | None:
     im2col_of_one_group = len(b) == 6 and b[1] == weights[1]
     many_positions = math.prod(out[2:]) >= ROW_SPLIT_POSITIONS_PER_CHANNEL * out[1] > 0
     return out[2] if b[0] == 1 and im2col_of_one_group and many_positions and out[2] > 1 else None
+
+
+LANES_ROW_SPLIT_CHANNEL_TILES = 1
+"""Register tiles of output channels (`conv_lanes.BLOCKS` blocks of 16 each) up to which the
+lanes conv on one image splits by output rows rather than by output channels; 0: never."""
+
+
+def lanes_output_rows(ukernel_call: func.CallOp) -> tuple[int, int] | None:
+    """(output rows, rows per super-tile) by which the lanes conv's call on one image splits,
+    or None where it splits by output channels (`channel_units`): convs of at most
+    LANES_ROW_SPLIT_CHANNEL_TILES register tiles of output channels and two super-tiles of rows
+    or more (`conv_lanes.super_tile_rows`).
+
+    A chunk of output channels computes whole register tiles of them (`conv_lanes.BLOCKS`
+    blocks of 16: 32 channels on AVX-512), so a conv of one tile (DenseNet's 128->32 3x3s) ran
+    on one thread; smaller tiles of channels, 16 a chunk, ran no faster at 2 threads than one
+    chunk (one weight load and P broadcasts for P FMAs: bound by loads). A chunk of output rows
+    keeps the tile, reads all of w and its rows of x; each chunk pads x into its own phases
+    whole (`row_split.output_row_split`).
+    """
+    if _kind(ukernel_call.callee.string_value()) is not conv_lanes:
+        return None
+    parts = operands(ukernel_call)
+    weights, out = parts.data.type.get_shape(), parts.like_out[-1].type.get_shape()
+    batch, out_channels, out_h, out_w = out
+    granule = conv_lanes.super_tile_rows(out_w, weights[3])
+    few_channels = out_channels <= LANES_ROW_SPLIT_CHANNEL_TILES * conv_lanes.BLOCKS * weights[-1]
+    return (out_h, granule) if batch == 1 and few_channels and out_h >= 2 * granule else None
 
 
 class ChannelUnits(NamedTuple):

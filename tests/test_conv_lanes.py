@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_conv_channel_split import compiled_calls
 from test_conv_epilogues import TAILS, conv_module, epilogue_of, inputs
 from test_direct_conv import check_compiled, conv_layer
 from test_graph_to_linalg import sample
@@ -518,3 +519,68 @@ def test_wide_windows_take_tiles_of_6_across_rows(monkeypatch, threads):
         tiles = re.findall(r"define internal void @\S+\.tile\d+\(.*?\n}", ukernel, re.S)
         assert {stored_lanes(text)[0] for text in tiles} == sizes
         check_compiled(module, x, threads=threads)
+
+
+@pytest.mark.parametrize(
+    "x_shape, strides, chunk_rows",
+    [
+        # out 9 x 14: AVX-512 tiles of 14 (a row a super-tile): 5 + 4 rows; AVX2 tiles of 6 in super-tiles of 3 rows: 6 + 3
+        ((1, 6, 9, 14), (1, 1), {"avx512_tile": ((0, 5), (5, 9)), "avx2_tile": ((0, 6), (6, 9))}),
+        # stride 2, out 8 x 14: 4 + 4 rows; AVX2 6 + 2 (the second chunk's rows are the rest's tiles)
+        ((1, 5, 15, 27), (2, 2), {"avx512_tile": ((0, 4), (4, 8)), "avx2_tile": ((0, 6), (6, 8))}),
+        # out 7 x 7: AVX-512 tiles of 14 cross rows, super-tiles of 2 rows: 4 + 3 rows
+        ((1, 6, 7, 7), (1, 1), {"avx512_tile": ((0, 4), (4, 7))}),
+    ],
+)
+def test_one_tile_of_channels_splits_by_output_rows(monkeypatch, x_shape, strides, chunk_rows, tile):
+    """At 2 threads a conv of one image and one register tile of output channels (BLOCKS blocks
+    of 16; here 8 fewer, a partial block) runs as two chunks of output rows starting at a multiple
+    of a super-tile's rows (`conv_lanes.super_tile_rows`): each a function of its own calling the
+    ukernel for its rows (`_oh<first>to<end>`) on all of w, its phases of all of x, the bias,
+    residual and out. Bias, residual and relu in the tile, NaN and inf in x and the residual:
+    the interpreter's results. Where the rows are fewer than two super-tiles, one chunk (whole)."""
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    out_channels = conv_lanes.BLOCKS * 16 - 8
+    g = GraphBuilder()
+    y = g.conv2d(g.input("x", x_shape), g.constant(sample((out_channels, x_shape[1], 3, 3), seed=1, specials=False)),
+                 strides=strides, padding=(1, 1, 1, 1))
+    out_shape = tuple(y.type.get_shape())
+    biased = g.add(y, g.constant(sample((out_channels, 1, 1), seed=3, specials=False)))
+    module = g.finish(g.relu(g.add(biased, g.input("r", out_shape))))
+    x = sample(x_shape, specials=False)
+    x.reshape(-1)[[0, 40, 77]] = [np.nan, np.inf, -np.inf]
+    residual = sample(out_shape, seed=2, specials=False)
+    residual.reshape(-1)[[5, 60, out_shape[-1] * out_shape[-2] - 1]] = [np.inf, np.nan, -np.inf]
+    _, calls = compiled_calls(monkeypatch, module, x, residual)
+    expected = chunk_rows.get(next(name for name, value in TILES.items() if value == tile))
+    chunked = sorted(callee for kernel, callee in calls.items() if "_oh" in kernel)
+    if expected is None:
+        assert not chunked
+    else:
+        assert [re.search(r"_oh(\d+)to(\d+)$", callee).groups() for callee in chunked] == [tuple(map(str, r)) for r in expected]
+
+
+def test_a_chunk_of_rows_stores_no_floats_into_the_next_chunks_rows(monkeypatch):
+    """AVX2_TILE (tiles of 6 that store 8 floats plainly where later tiles of the call rewrite the
+    2 past them, `OVERLAP_STORE_LANES`), rows of 14 (super-tiles of 3 rows), 16 output channels,
+    2 threads: 12 rows in chunks of 6. The first chunk's last tile is followed by the second
+    chunk's rows, which that chunk writes at the same time: it stores its 6 floats under the
+    mask, as the second chunk's last tile does; their other tiles, 8 plainly. The interpreter's
+    results."""
+    for attribute, value in zip(TILE_NAMES, conv_lanes.AVX2_TILE, strict=True):
+        monkeypatch.setattr(conv_lanes, attribute, value)
+    monkeypatch.setattr(conv_lanes, "PLAIN_STORE_LANES", 4)
+    monkeypatch.setattr(conv_lanes, "OVERLAP_STORE_LANES", 8)
+    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
+    monkeypatch.setattr(jit, "_cache", {})
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    x_shape = (1, 4, 12, 14)
+    module = conv_layer(x_shape, sample((16, 4, 3, 3), seed=1, specials=False), padding=(1, 1, 1, 1))
+    (call,) = lanes_calls(module)
+    _, calls = compiled_calls(monkeypatch, module, sample(x_shape, specials=False))
+    chunks = sorted(callee for kernel, callee in calls.items() if "_oh" in kernel)
+    assert [c.rsplit("_", 1)[1] for c in chunks] == ["oh0to6", "oh6to12"]
+    for callee in chunks:
+        ukernel = conv_lanes.ukernel_ir(callee, [a.type for a in call.arguments])
+        tiles = re.findall(r"define internal void @\S+\.tile\d+\(.*?\n}", ukernel, re.S)
+        assert {stored_lanes(text) for text in tiles} == {(6, 8), (6, 6)}

@@ -3,7 +3,8 @@
 // and the epilogue's operands by output channel, chunks starting at multiples of 8 (the direct
 // ukernel's register tile), and each chunk copies all of x into its own phases (conv_gemm.mlir:
 // the convs that run as the GEMM); a grouped conv slices by groups, x (through its phases) too;
-// a depthwise one by input channels.
+// a depthwise one by input channels; the lanes conv of one register tile of output channels
+// runs by output rows instead (the last case).
 
 // RUN: graph-opt %s --split-input-file --fuse --lower-to-linalg | graph-opt --split-input-file -p 'split-rows{threads=2 min-work=0}' | filecheck %s
 
@@ -153,4 +154,26 @@ func.func @main(%x: tensor<1x3x37x37xf32>, %w: tensor<64x3x3x3xf32>, %b: tensor<
   %1 = graph.add %0, %b : (tensor<1x64x19x19xf32>, tensor<64x1x1xf32>) -> tensor<1x64x19x19xf32>
   %2 = graph.relu %1 : tensor<1x64x19x19xf32>
   func.return %2 : tensor<1x64x19x19xf32>
+}
+
+// -----
+
+// The lanes conv of one register tile of output channels (16: BLOCKS blocks of 16 hold them on
+// any host) runs by output rows, 3 + 3 (super-tiles of one row of 28): each chunk is a function
+// of its own, pads all of x into its own phases and calls the ukernel for its rows (the name
+// ends in _oh<first>to<end>) on every argument passed whole.
+// CHECK-LABEL: func.func @fused_conv2d_add_relu_0(%0: memref<1x4x6x28xf32>, %1: memref<16x1x1xf32>, %2: memref<1x4x3x3x16xf32> {{.*}}, %3: memref<1x16x6x28xf32>)
+// CHECK-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_add_relu_0_oh0to3", 0 : i64], ["fused_conv2d_add_relu_0_oh3to6", 3 : i64]]
+// CHECK-SAME:    graph.row_bytes = array<i64: 0, 0, 0, 0>
+// CHECK:       func.func @fused_conv2d_add_relu_0_oh0to3(%0: memref<1x4x6x28xf32>, %1: memref<16x1x1xf32>, %2: memref<1x4x3x3x16xf32>, %3: memref<1x16x6x28xf32>)
+// CHECK-NEXT:    %[[PHASES:.*]] = memref.alloc() : memref<1x4x1x1x{{[0-9]+}}xf32>
+// CHECK:         func.call @graphopt_sconv_lanes_r30_d1x1_{{.*}}_1x16x6x28_oh0to3(%[[PHASES]], %2, %1, %3)
+// CHECK:       func.func @fused_conv2d_add_relu_0_oh3to6(
+// CHECK:         func.call @graphopt_sconv_lanes_r30_d1x1_{{.*}}_1x16x6x28_oh3to6(
+func.func @main(%x: tensor<1x4x6x28xf32>, %b: tensor<16x1x1xf32>) -> tensor<1x16x6x28xf32> {
+  %w = graph.constant dense<0.5> : tensor<16x4x3x3xf32>
+  %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x4x6x28xf32>, tensor<16x4x3x3xf32>) -> tensor<1x16x6x28xf32>
+  %1 = graph.add %0, %b : (tensor<1x16x6x28xf32>, tensor<16x1x1xf32>) -> tensor<1x16x6x28xf32>
+  %2 = graph.relu %1 : tensor<1x16x6x28xf32>
+  func.return %2 : tensor<1x16x6x28xf32>
 }
