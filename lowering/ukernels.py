@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import MemRefType, UnitAttr
 from xdsl.ir import SSAValue
 
 from graphopt.lowering import batched_gemm, conv_lanes, conv_winograd, depthwise_conv, direct_conv, packed_gemm, pooling, row_sums
+from graphopt.lowering.llvm_text import host_has_avx512
 
 UKERNEL_ATTR = "graph.ukernel"
 """Marks a declaration (`func.func private`) whose body the JIT generates (`ukernel_ir`)."""
@@ -151,6 +152,19 @@ POSITION_SPLIT_CHANNELS = 16
 than by output channels (`position_units`); 0: never."""
 POSITION_SPLIT_PANELS = 8
 """Panels of columns (`packed_gemm.PANEL` each) from which it does."""
+POSITION_SPLIT_ANY_CHANNELS_POSITIONS = 55 * 55 if host_has_avx512() else 0
+"""Output positions from which the conv GEMM on one image of at least
+POSITION_SPLIT_ANY_CHANNELS_DEPTH input channels splits by output positions whatever its output
+channels (up to POSITION_SPLIT_MAX_POSITIONS); 0: never (without AVX-512, where 24 and 32
+channels gained nothing, `position_units`). Measured on 2026-11-28 (Emerald Rapids, AVX-512:
+panels of 64 positions; conv + bias + relu alone, 2 threads, interleaved in one process),
+positions / channels time at 56x56: 64->256 0.92x and 0.96x, 256->64 0.87x, 144->24 0.66x,
+128->32 0.75x, 96->24 0.91x, 24->144 0.97x, 32->128 0.98x; 16->64 at 55 1.09-1.10x and 16->96
+at 112 1.04x (so from 24 input channels); at 28x28 (12.25 panels: chunks of 7 and 6) 128->512
+1.11x, 512->128 1.09x. Whole models at 2 threads, this rule against none (two runs of 15 s,
+the first from 16 input channels): ResNet-50 0.981 and 0.962, MobileNet-v2-ish 0.965 and 0.962,
+DenseNet-121 0.970, EfficientNet-ish 0.977, SqueezeNet 1.012 and 1.005, Inception-v2 1.001."""
+POSITION_SPLIT_ANY_CHANNELS_DEPTH = 24
 POSITION_SPLIT_MAX_POSITIONS = 56 * 56
 """Output positions up to which it does: MobileNet-v2's 32->16 at 112x112 ran 0.89x alone by
 positions, but the whole model 1.06-1.07x slower at 2 threads with both cores free (1.00-1.01x
@@ -182,7 +196,8 @@ def position_units(ukernel_call: func.CallOp) -> int | None:
     inputs, weights, out = (v.type.get_shape() for v in (parts.first, parts.data, parts.like_out[-1]))
     positions = math.prod(out[2:])
     one_group = inputs[1] == weights[1] and math.prod(inputs[2:]) == positions  # b is x itself: a 1x1 of stride 1
-    few_channels = out[1] <= POSITION_SPLIT_CHANNELS
+    any_channels = 0 < POSITION_SPLIT_ANY_CHANNELS_POSITIONS <= positions and inputs[1] >= POSITION_SPLIT_ANY_CHANNELS_DEPTH
+    few_channels = out[1] <= POSITION_SPLIT_CHANNELS or any_channels
     enough_positions = POSITION_SPLIT_PANELS * packed_gemm.PANEL <= positions <= POSITION_SPLIT_MAX_POSITIONS
     return positions if inputs[0] == 1 and one_group and few_channels and enough_positions else None
 
