@@ -27,7 +27,7 @@ With an epilogue, the name carries its steps after the dilations (`_e<token>`) a
 passes its operands between w and out, as for the direct ukernel.
 
 A call for output rows first to end - 1 alone (a chunk of a conv split by output rows,
-`row_split.output_row_split`) has a name ending in `_oh<first>to<end>` (`rows_chunk_name`) and
+`row_split.output_row_split`) has a name ending in `_oh<first>to<end>` (`output_rows.chunk_name`) and
 the same operands: it computes those rows of every output channel, its super-tiles starting at
 row first.
 """
@@ -35,14 +35,13 @@ row first.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import Attribute
 
-from graphopt.lowering import direct_conv, tile_epilogue
+from graphopt.lowering import direct_conv, output_rows, tile_epilogue
 from graphopt.lowering.llvm_text import (
     VECTOR,
     VECTOR_TYPE,
@@ -223,17 +222,6 @@ def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
     return name(types, *direct_conv.parameters(name_))
 
 
-def rows_chunk_name(name_: str, first: int, end: int) -> str:
-    """The name of the ukernel `name_` called for output rows first to end - 1 alone."""
-    return f"{name_}_oh{first}to{end}"
-
-
-def _row_range(name_: str) -> tuple[int, int] | None:
-    """(first, end) of a `rows_chunk_name`, or None for a call on all output rows."""
-    match = re.search(r"_oh(\d+)to(\d+)$", name_)
-    return (int(match[1]), int(match[2])) if match else None
-
-
 def super_tile_rows(out_w: int, kernel_w: int) -> int:
     """Output rows per super-tile (lcm(P, OW) positions, `positions`): a chunk of output rows
     starting at a multiple of them tiles its rows as the whole call does."""
@@ -279,7 +267,7 @@ class _Ukernel(LLVMText):
         _, _, self.kernel_h, self.kernel_w, _ = w
         _, self.out_channels, self.out_h, self.out_w = out
         self.positions = self.out_h * self.out_w
-        self.first_row, self.end_row = _row_range(name_) or (0, self.out_h)
+        self.first_row, self.end_row = output_rows.row_range(name_, self.out_h)
         """The output rows the call computes (all of them but in a chunk of rows)."""
         self.tiles: dict[tuple[int, int, tuple[int, ...], int], str] = {}
         self.prefetches_x = PREFETCH or (PREFETCH_STRIDED and (self.sh, self.sw) != (1, 1))

@@ -28,6 +28,10 @@ The scratch buffer [16, C + O, R] holds V [16, C, R] and M [16, O, R] of a band 
    Y[a][0] and Y[a][1] interleaved into 32 consecutive columns of output row a, the tile
    epilogue (`tile_epilogue.py`) and the store (the row's last columns as a shorter vector).
 
+A call for output rows first to end - 1 alone (first even; a chunk of a conv split by output
+rows, `row_split.output_row_split`) has a name ending in `_oh<first>to<end>`
+(`output_rows.chunk_name`) and the same operands: its bands start at tile row first / 2.
+
 Odd output sizes: the tiles are ceil(OH / 2) x ceil(OW / 2), the last ones reading a row or
 column of zeros past the conv's padding (`padding`); of the last tile row of an odd OH stage 3
 writes the first output row only, and of the last tile column of an odd OW the store's lanes
@@ -50,7 +54,7 @@ import numpy as np
 from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import Attribute
 
-from graphopt.lowering import packed_gemm, tile_epilogue
+from graphopt.lowering import output_rows, packed_gemm, tile_epilogue
 from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, load, store, store_first
 
 PREFIX = "graphopt_sconv_wino"
@@ -205,13 +209,18 @@ class _Ukernel(LLVMText):
             f"define void @{self.name}(ptr noalias %x, ptr noalias %u, ptr noalias %w, ptr noalias %s{epilogue}, ptr noalias %out) {{"
         )
 
+        first, end = output_rows.row_range(self.name, self.out_h)  # first even: a tile row's
+
         def image(n: str) -> None:
             x_n = self.pointer("%x", self.value(f"mul i64 {n}, {self.channels * self.height * self.width}"))
             out_n = self.value(f"mul i64 {n}, {self.out_channels * self.out_h * self.out_w}")
-            full, rest = divmod(self.out_h, 2 * self.band)
-            self.loop(full, lambda b: self._band(x_n, out_n, self.value(f"mul i64 {b}, {self.band}"), 2 * self.band))
+            full, rest = divmod(end - first, 2 * self.band)
+            self.loop(
+                full,
+                lambda b: self._band(x_n, out_n, self.value(f"add i64 {self.value(f'mul i64 {b}, {self.band}')}, {first // 2}"), 2 * self.band),
+            )
             if rest:
-                self._band(x_n, out_n, str(full * self.band), rest)
+                self._band(x_n, out_n, str(first // 2 + full * self.band), rest)
 
         self.loop(self.batch, image)
         self.end()

@@ -343,11 +343,12 @@ def position_split(kernel: func.FuncOp) -> RowSplit | None:
 
 
 def output_row_split(kernel: func.FuncOp) -> RowSplit | None:
-    """How `kernel`, a call of the lanes conv on one image (`ukernels.lanes_output_rows`) and
+    """How `kernel`, a call of the lanes conv or of Winograd's on one image (`ukernels.conv_output_rows`) and
     the loop nests that write its phases (x zero-padded: temporaries only), can run by blocks
     of its output rows, or None when it cannot. Each chunk is a function of its own: it pads
-    all of x into its own phases and calls the ukernel for its rows (`conv_lanes.rows_chunk_name`)
-    on the arguments passed whole. Chunks start at multiples of a super-tile's rows.
+    all of x into its own phases and calls the ukernel for its rows (`output_rows.chunk_name`)
+    on the arguments passed whole (Winograd's: with a scratch buffer of its own). Chunks start
+    at multiples of the ukernel's granule of rows: a super-tile's, a tile row's.
 
         func.func @k(%x: memref<1x128x56x56xf32>, %w: memref<2x128x3x3x16xf32>, %out: memref<1x32x56x56xf32>)
           ->  28 output rows from row 28:
@@ -358,7 +359,7 @@ def output_row_split(kernel: func.FuncOp) -> RowSplit | None:
     ops = [op for op in block.ops if not isinstance(op, (func.ReturnOp, memref.DeallocOp))]
     if not ops or not isinstance(ops[-1], func.CallOp) or any(not isinstance(op, _SPLITTABLE_OPS) for op in ops):
         return None
-    units = ukernels.lanes_output_rows(ops[-1])
+    units = ukernels.conv_output_rows(ops[-1])
     temporaries = {op.memref for op in ops if isinstance(op, memref.AllocOp)}
     writes_temporaries = all(set(op.outputs) <= temporaries for op in ops if isinstance(op, GenericOp))
     if units is None or not writes_temporaries:

@@ -40,6 +40,7 @@ from xdsl.ir import SSAValue
 
 from graphopt.lowering import batched_gemm, conv_lanes, conv_winograd, depthwise_conv, direct_conv, packed_gemm, pooling, row_sums
 from graphopt.lowering.llvm_text import host_has_avx512
+from graphopt.lowering.output_rows import chunk_name as output_rows_chunk_name
 
 UKERNEL_ATTR = "graph.ukernel"
 """Marks a declaration (`func.func private`) whose body the JIT generates (`ukernel_ir`)."""
@@ -70,12 +71,12 @@ def chunk_call(
     """`ukernel_call` on `operands` of other sizes (a row chunk's), calling the ukernel for them;
     with `columns`, the conv GEMM's call for a chunk of its columns (`position_units`), on
     operands whole in type; with `output_rows` (first, end), the lanes conv's call for those
-    output rows (`lanes_output_rows`), on operands whole."""
+    output rows (`conv_output_rows`), on operands whole."""
     name = ukernel_call.callee.string_value()
     if columns is not None:
         return call(packed_gemm.columns_chunk_name(name, columns), operands)
     if output_rows is not None:
-        return call(conv_lanes.rows_chunk_name(name, *output_rows), operands)
+        return call(output_rows_chunk_name(name, *output_rows), operands)
     return call(_kind(name).chunk_name(name, [v.type for v in operands]), operands)
 
 
@@ -232,18 +233,31 @@ def output_row_units(ukernel_call: func.CallOp) -> int | None:
     return out[2] if b[0] == 1 and im2col_of_one_group and many_positions and out[2] > 1 else None
 
 
+WINOGRAD_ROW_SPLIT_POSITIONS_PER_CHANNEL = 16
+"""Output positions per output channel from which `conv_winograd` on one image splits by output
+rows (pairs of them: tile rows) rather than by output channels (`conv_output_rows`); 0: never.
+A chunk of output channels transforms all of x (V: 16 C floats a tile) and reads its share of
+U (16 C floats an output channel); a chunk of rows transforms its tiles of x and reads all of
+U. Measured on 2026-11-28 (Emerald Rapids, AVX-512, conv + bias + relu alone, 2 threads,
+interleaved in one process), rows / channels time: 64->64 at 56 (49 positions a channel) 0.83x,
+64->192 at 56 (16) 0.95x, 64->96 at 28 (8) 1.00x, 128->128 at 28 (6) 1.04x, 256->256 and
+512->512 at 14 (0.8, 0.4) 1.19x and 1.18x. Whole models at 2 threads, the rule against none:
+VGG-19 0.934 (its 64 channels at 224, 128 at 112), ResNet-18-ish 0.969, ResNet-50 0.997,
+Inception-v2 0.994."""
 LANES_ROW_SPLIT_CHANNEL_TILES = 1
 """Register tiles of output channels (`conv_lanes.BLOCKS` blocks of 16 each) up to which the
 lanes conv on one image splits by output rows rather than by output channels; 0: never."""
 
 
-def lanes_output_rows(ukernel_call: func.CallOp) -> tuple[int, int] | None:
-    """(output rows, rows per super-tile) by which the lanes conv's call on one image splits,
-    or None where it splits by output channels (`channel_units`): convs of at most
+def conv_output_rows(ukernel_call: func.CallOp) -> tuple[int, int] | None:
+    """(output rows, the rows a chunk starts at a multiple of) by which a conv ukernel's call on
+    one image splits, or None where it splits by output channels (`channel_units`):
+    `conv_winograd` from WINOGRAD_ROW_SPLIT_POSITIONS_PER_CHANNEL output positions per output
+    channel and 4 output rows, by tile rows (2 output rows); the lanes conv of at most
     LANES_ROW_SPLIT_CHANNEL_TILES register tiles of output channels and two super-tiles of rows
     or more (`conv_lanes.super_tile_rows`).
 
-    A chunk of output channels computes whole register tiles of them (`conv_lanes.BLOCKS`
+    The lanes conv's chunk of output channels computes whole register tiles of them (`conv_lanes.BLOCKS`
     blocks of 16: 32 channels on AVX-512), so a conv of one tile (DenseNet's 128->32 3x3s) ran
     on one thread; smaller tiles of channels, 16 a chunk, ran no faster at 2 threads than one
     chunk (one weight load and P broadcasts for P FMAs: bound by loads). A chunk of output rows
@@ -253,11 +267,15 @@ def lanes_output_rows(ukernel_call: func.CallOp) -> tuple[int, int] | None:
     0.86-1.19), DenseNet-121 1.19x faster whole. Convs of two tiles or more gain nothing by rows
     (128->128 3x3/2 at 56 0.97x, 64->128 3x3/2 1.05x, 192->320 at 7 1.51x): they keep channels.
     """
-    if _kind(ukernel_call.callee.string_value()) is not conv_lanes:
-        return None
+    kind = _kind(ukernel_call.callee.string_value())
     parts = operands(ukernel_call)
-    weights, out = parts.data.type.get_shape(), parts.like_out[-1].type.get_shape()
-    batch, out_channels, out_h, out_w = out
+    batch, out_channels, out_h, out_w = parts.like_out[-1].type.get_shape()
+    if kind is conv_winograd:
+        many_positions = out_h * out_w >= WINOGRAD_ROW_SPLIT_POSITIONS_PER_CHANNEL * out_channels > 0
+        return (out_h, 2) if batch == 1 and many_positions and out_h >= 4 else None
+    if kind is not conv_lanes:
+        return None
+    weights = parts.data.type.get_shape()
     granule = conv_lanes.super_tile_rows(out_w, weights[3])
     few_channels = out_channels <= LANES_ROW_SPLIT_CHANNEL_TILES * conv_lanes.BLOCKS * weights[-1]
     return (out_h, granule) if batch == 1 and few_channels and out_h >= 2 * granule else None

@@ -167,6 +167,30 @@ def test_two_threads_split_by_output_channels(monkeypatch, size):
     check(module, x, arrays[1], threads=2)
 
 
+@pytest.mark.parametrize("inf_row", [None, 3, 20])
+def test_two_threads_split_many_positions_per_channel_by_output_rows(monkeypatch, inf_row):
+    """9 output channels of 29 x 13 (377 positions a channel, at least
+    WINOGRAD_ROW_SPLIT_POSITIONS_PER_CHANNEL) on two threads: chunks of output rows, 16 and 13
+    (from a tile row), each a function of its own calling the ukernel for its rows
+    (`_oh<first>to<end>`) on all of x padded, U, w, the residual and out, with a scratch buffer
+    of its own; bands of 2 tile rows, the second chunk's last one of 1 output row. An inf in x
+    runs the bands of the chunk whose tiles reach it as the direct conv: the interpreter's results."""
+    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
+    monkeypatch.setattr(jit, "_cache", {})
+    monkeypatch.setattr(conv_winograd, "SCRATCH_BYTES", 16 * 4 * (6 + 9) * 7 * 2)
+    assert conv_winograd.band_rows(6, (1, 9, 29, 13)) == 2
+    module = conv_block((1, 6, 29, 13), (9, 6, 3, 3), padding=(1, 1, 1, 1), epilogue="residual_relu")
+    x, residual = sample((1, 6, 29, 13), specials=False), sample((1, 9, 29, 13), seed=4, specials=False)
+    if inf_row is not None:
+        x[0, 2, inf_row, 4] = np.inf
+    executable, calls = compiled_calls(monkeypatch, module, x, residual)
+    (step,) = executable.steps
+    assert [begin for _, begin in step.kernel.chunks] == [0, 16]
+    chunks = sorted(callee for kernel, callee in calls.items() if "_oh" in kernel)
+    assert [callee.rsplit("_", 1)[1] for callee in chunks] == ["oh0to16", "oh16to29"]
+    assert all(callee.startswith(f"{conv_winograd.PREFIX}_") for callee in chunks)
+
+
 def test_stage_1_writes_zeros_past_a_bands_tiles():
     """The GEMMs' last vector of tiles reads up to 15 floats past a band's tiles in each row of V
     (49 tiles here: 4 vectors of 16 read 64); stage 1 stores a vector of zeros there, one per xi,

@@ -4,7 +4,8 @@
 // ukernel's register tile), and each chunk copies all of x into its own phases (conv_gemm.mlir:
 // the convs that run as the GEMM); a grouped conv slices by groups, x (through its phases) too;
 // a depthwise one by input channels; the lanes conv of one register tile of output channels
-// runs by output rows instead (the last case).
+// and the Winograd conv of many positions per output channel run by output rows instead (the
+// last two cases).
 
 // RUN: graph-opt %s --split-input-file --fuse --lower-to-linalg | graph-opt --split-input-file -p 'split-rows{threads=2 min-work=0}' | filecheck %s
 
@@ -176,4 +177,22 @@ func.func @main(%x: tensor<1x4x6x28xf32>, %b: tensor<16x1x1xf32>) -> tensor<1x16
   %1 = graph.add %0, %b : (tensor<1x16x6x28xf32>, tensor<16x1x1xf32>) -> tensor<1x16x6x28xf32>
   %2 = graph.relu %1 : tensor<1x16x6x28xf32>
   func.return %2 : tensor<1x16x6x28xf32>
+}
+
+// -----
+
+// A Winograd conv of many output positions per output channel (32 x 32 = 1024 for 64 channels:
+// ukernels.WINOGRAD_ROW_SPLIT_POSITIONS_PER_CHANNEL) runs by output rows too, 16 + 16: each chunk
+// pads all of x and has a scratch buffer of its own.
+// CHECK-LABEL: func.func @fused_conv2d_relu_0(
+// CHECK-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_relu_0_oh0to16", 0 : i64], ["fused_conv2d_relu_0_oh16to32", 16 : i64]]
+// CHECK:       func.func @fused_conv2d_relu_0_oh0to16(
+// CHECK:         func.call @graphopt_sconv_wino_{{.*}}_1x64x32x32_oh0to16(
+// CHECK:       func.func @fused_conv2d_relu_0_oh16to32(
+// CHECK:         func.call @graphopt_sconv_wino_{{.*}}_1x64x32x32_oh16to32(
+func.func @main(%x: tensor<1x32x32x32xf32>) -> tensor<1x64x32x32xf32> {
+  %w = graph.constant dense<0.5> : tensor<64x32x3x3xf32>
+  %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x32x32x32xf32>, tensor<64x32x3x3xf32>) -> tensor<1x64x32x32xf32>
+  %1 = graph.relu %0 : tensor<1x64x32x32xf32>
+  func.return %1 : tensor<1x64x32x32xf32>
 }
