@@ -138,7 +138,7 @@ def compare(name: str, top: int, repeat: int, match: str = "") -> None:
 
 
 def placed_buffers(offset_of_buffer):
-    """A stand-in for the Executable's `aligned_empty(size, np.uint8, alignment=64)` of its
+    """A stand-in for the Executable's `aligned_empty(size, np.uint8, alignment=CACHE_LINE)` of its
     buffers: the i-th starts offset_of_buffer(i) bytes past a page."""
     count = itertools.count()
 

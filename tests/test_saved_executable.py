@@ -14,6 +14,7 @@ import pytest
 import graphopt
 from graphopt.backends.measure import random_arrays
 from graphopt.builder import GraphBuilder
+from graphopt.runtime import arrays
 from graphopt.runtime.thread_pool import usable_cores
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -227,3 +228,19 @@ def test_an_implementation_bound_by_compile_is_named_when_missing_on_load(tmp_pa
     exe.save(tmp_path / "bound.gx")
     with pytest.raises(graphopt.GraphoptError, match="implementation 'fused_matmul_add_1#[0-9]+', which is not registered"):
         graphopt.load(tmp_path / "bound.gx")
+
+
+def test_constants_and_packed_weights_start_on_cache_lines(tmp_path):
+    """Every constant the Executable and its kernels hold (the conv's weights packed at compile
+    time, the bias), compiled and loaded from a saved file, starts on a 64-byte line
+    (`arrays.CACHE_LINE`): a 64-byte vector load from them never splits a line."""
+    g = GraphBuilder()
+    w = g.constant(np.full((32, 8, 3, 3), 0.5, np.float32))
+    y = g.conv2d(g.input("x", (1, 8, 14, 14)), w, padding=(1, 1, 1, 1))
+    module = g.finish(g.relu(g.add(y, g.constant(np.ones((32, 1, 1), np.float32)))))
+    executable = graphopt.compile(module, backends=("cpu",))
+    path = tmp_path / "conv.graphopt"
+    executable.save(path)
+    for exe in (executable, graphopt.load(path)):
+        constants = [a for step in exe.steps for a in step.kernel.constants] + list(exe.constants.values())
+        assert constants and all(a.ctypes.data % arrays.CACHE_LINE == 0 for a in constants)

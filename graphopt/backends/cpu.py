@@ -39,7 +39,7 @@ from graphopt.lowering.pipelines import CPU
 from graphopt.lowering.share_kernel_code import code_names
 from graphopt.lowering.split_rows import row_chunks
 from graphopt.lowering.ukernels import declarations
-from graphopt.runtime.arrays import ALIGNMENT, aligned_array
+from graphopt.runtime.arrays import ALIGNMENT, CACHE_LINE, aligned_array
 from graphopt.runtime.executable import Kernel, NativeEntry
 from graphopt.runtime.jit import ArgumentSpec, CompiledModule, KernelArgumentError, compile_module
 from graphopt.runtime.kernel_cache import CacheEntry
@@ -127,7 +127,7 @@ class CpuBackend(Backend):
         }
         compiled = CompiledModule(CacheEntry(arrays["machine_code"].tobytes(), info["metadata"]), signatures, ALIGNMENT)
         plans = [
-            KernelPlan(plan["name"], plan["code"], [aligned_array(arrays[f"kernel{index}_constant{i}"], alignment=ALIGNMENT)
+            KernelPlan(plan["name"], plan["code"], [aligned_array(arrays[f"kernel{index}_constant{i}"], alignment=CACHE_LINE)
                                                    for i in range(plan["constants"])],
                        [tuple(chunk) for chunk in plan["chunks"]], tuple(plan["row_bytes"]))
             for index, plan in enumerate(info["plans"])
@@ -203,7 +203,7 @@ class KernelPlan:
 def _constant_arguments(kernel: FuncOp) -> list[np.ndarray]:
     """The values of `kernel`'s constant arguments, aligned, in argument order."""
     return [
-        aligned_array(dense_to_numpy(attrs.data[CONSTANT_ARG_ATTR]), alignment=ALIGNMENT)
+        aligned_array(dense_to_numpy(attrs.data[CONSTANT_ARG_ATTR]), alignment=CACHE_LINE)
         for attrs in (kernel.arg_attrs.data if kernel.arg_attrs else [])
         if CONSTANT_ARG_ATTR in attrs.data
     ]

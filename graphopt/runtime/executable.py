@@ -39,7 +39,7 @@ from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy
 from graphopt.errors import GraphoptError
 from graphopt.interpreter import check_arguments
-from graphopt.runtime.arrays import ALIGNMENT, aligned_array, aligned_empty
+from graphopt.runtime.arrays import ALIGNMENT, CACHE_LINE, aligned_array, aligned_empty
 from graphopt.runtime.buffer_plan import in_place_concats, plan_buffers, value_dtype, value_nbytes
 from graphopt.runtime.device_run import Device, DeviceRun
 from graphopt.runtime.jit import CallSequence, NativeCall
@@ -118,7 +118,7 @@ class Executable:
         self.backends = dict(backends or {})
         """The backends of the steps, by name, for `save` (graphopt.compile gives them)."""
         self.constants: dict[SSAValue, np.ndarray] = {
-            op.result: aligned_array(dense_to_numpy(op.value), alignment=ALIGNMENT)
+            op.result: aligned_array(dense_to_numpy(op.value), alignment=CACHE_LINE)
             for op in function.body.block.ops if isinstance(op, graph.ConstantOp)
         }
         self.results = list(function.body.block.last_op.operands)
@@ -280,7 +280,7 @@ class Executable:
 
     def _result_arrays(self, out: Sequence[np.ndarray] | None) -> Sequence[np.ndarray]:
         if out is None:
-            return tuple(aligned_empty(shape, dtype, alignment=64) for shape, dtype in self.result_types)
+            return tuple(aligned_empty(shape, dtype, alignment=CACHE_LINE) for shape, dtype in self.result_types)
         if len(out) != len(self.results):
             raise GraphoptError(f"out= needs {len(self.results)} arrays, got {len(out)}")
         for index, (array, (shape, dtype)) in enumerate(zip(out, self.result_types)):
@@ -300,7 +300,7 @@ class Executable:
             frame = self._frames.frame = Frame(len(self.slots))
             for value, array in self.constants.items():
                 frame.bind(self.slots[value], array)
-            buffers = [aligned_empty(size, np.uint8, alignment=64) for size in self.buffer_sizes]
+            buffers = [aligned_empty(size, np.uint8, alignment=CACHE_LINE) for size in self.buffer_sizes]
             for value, buffer in self.buffer_of.items():
                 start = self.offset_of.get(value, 0)
                 view = buffers[buffer][start : start + value_nbytes(value)].view(value_dtype(value))
