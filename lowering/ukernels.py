@@ -268,13 +268,13 @@ def conv_output_rows(ukernel_call: func.CallOp) -> tuple[int, int] | None:
     (128->128 3x3/2 at 56 0.97x, 64->128 3x3/2 1.05x, 192->320 at 7 1.51x): they keep channels.
     """
     kind = _kind(ukernel_call.callee.string_value())
+    if kind not in (conv_winograd, conv_lanes):
+        return None
     parts = operands(ukernel_call)
     batch, out_channels, out_h, out_w = parts.like_out[-1].type.get_shape()
     if kind is conv_winograd:
         many_positions = out_h * out_w >= WINOGRAD_ROW_SPLIT_POSITIONS_PER_CHANNEL * out_channels > 0
         return (out_h, 2) if batch == 1 and many_positions and out_h >= 4 else None
-    if kind is not conv_lanes:
-        return None
     weights = parts.data.type.get_shape()
     granule = conv_lanes.super_tile_rows(out_w, weights[3])
     few_channels = out_channels <= LANES_ROW_SPLIT_CHANNEL_TILES * conv_lanes.BLOCKS * weights[-1]
