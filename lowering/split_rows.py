@@ -24,9 +24,10 @@ block (1000 channels in 63 blocks of 16), the last chunk, `<kernel>_rows<N>_last
     func.func @conv(%x: memref<1x8x7x6xf32>, %w: memref<16x8x3x3xf32>, %out: memref<1x16x7x6xf32>)
         attributes {graph.row_chunks = [["conv_rows8", 0], ["conv_rows8", 8]], graph.row_bytes = array<i64: 0, 288, 168>, ...}
 
-The lanes conv of one register tile of output channels, and the Winograd conv of many
-output positions per output channel, split by their output rows (`row_split.output_row_split`): each chunk is a function of its own, `<kernel>_oh<first>to<end>`,
-called on the arguments whole (row bytes all 0).
+The lanes conv of one register tile of output channels, and the Winograd conv of many output
+positions per output channel, split by their output rows (`row_split.output_row_split`): each
+chunk is a function of its own, `<kernel>_oh<first>to<end>` (`output_rows.chunk_name`), called
+on the arguments whole (row bytes all 0).
 
 Kernels that do less work, that cannot split by rows (or channels), or whose rows make one
 chunk are left as they are; so is every kernel when `threads` is 1.
@@ -42,7 +43,7 @@ from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, Module
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from graphopt.lowering import ukernels
+from graphopt.lowering import output_rows, ukernels
 from graphopt.lowering.pipelines import PARALLEL_MIN_WORK
 from graphopt.lowering.row_split import (
     RowSplit,
@@ -93,7 +94,7 @@ class SplitRowsPass(ModulePass):
             return []
         name = kernel.sym_name.data
         if split.static_rows:  # a function per chunk
-            names = [f"{name}_oh{begin}to{begin + size}" for begin, size in zip(begins, sizes)]
+            names = [output_rows.chunk_name(name, begin, begin + size) for begin, size in zip(begins, sizes)]
             chunks = [row_chunk_kernel(kernel, split, size, n, first=begin) for begin, size, n in zip(begins, sizes, names)]
         else:
             names = [f"{name}_rows{size}" for size in sizes]

@@ -166,6 +166,7 @@ at 112 1.04x (so from 24 input channels); at 28x28 (12.25 panels: chunks of 7 an
 the first from 16 input channels): ResNet-50 0.981 and 0.962, MobileNet-v2-ish 0.965 and 0.962,
 DenseNet-121 0.970, EfficientNet-ish 0.977, SqueezeNet 1.012 and 1.005, Inception-v2 1.001."""
 POSITION_SPLIT_ANY_CHANNELS_DEPTH = 24
+"""Input channels from which POSITION_SPLIT_ANY_CHANNELS_POSITIONS applies."""
 POSITION_SPLIT_MAX_POSITIONS = 56 * 56
 """Output positions up to which it does: MobileNet-v2's 32->16 at 112x112 ran 0.89x alone by
 positions, but the whole model 1.06-1.07x slower at 2 threads with both cores free (1.00-1.01x
