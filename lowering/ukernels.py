@@ -70,8 +70,8 @@ def chunk_call(
 ) -> func.CallOp:
     """`ukernel_call` on `operands` of other sizes (a row chunk's), calling the ukernel for them;
     with `columns`, the conv GEMM's call for a chunk of its columns (`position_units`), on
-    operands whole in type; with `output_rows` (first, end), the lanes conv's call for those
-    output rows (`conv_output_rows`), on operands whole."""
+    operands whole in type; with `output_rows` (first, end), a conv's call for those output
+    rows (`conv_output_rows`), on operands whole."""
     name = ukernel_call.callee.string_value()
     if columns is not None:
         return call(packed_gemm.columns_chunk_name(name, columns), operands)
@@ -244,7 +244,8 @@ interleaved in one process), rows / channels time: 64->64 at 56 (49 positions a 
 64->192 at 56 (16) 0.95x, 64->96 at 28 (8) 1.00x, 128->128 at 28 (6) 1.04x, 256->256 and
 512->512 at 14 (0.8, 0.4) 1.19x and 1.18x. Whole models at 2 threads, the rule against none:
 VGG-19 0.934 (its 64 channels at 224, 128 at 112), ResNet-18-ish 0.969, ResNet-50 0.997,
-Inception-v2 0.994."""
+Inception-v2 0.994. Not measured without AVX-512 (the Zen 1 host is gone); the reason, x
+transformed once per chunk, holds there too."""
 LANES_ROW_SPLIT_CHANNEL_TILES = 1
 """Register tiles of output channels (`conv_lanes.BLOCKS` blocks of 16 each) up to which the
 lanes conv on one image splits by output rows rather than by output channels; 0: never."""
@@ -258,10 +259,10 @@ def conv_output_rows(ukernel_call: func.CallOp) -> tuple[int, int] | None:
     LANES_ROW_SPLIT_CHANNEL_TILES register tiles of output channels and two super-tiles of rows
     or more (`conv_lanes.super_tile_rows`).
 
-    The lanes conv's chunk of output channels computes whole register tiles of them (`conv_lanes.BLOCKS`
-    blocks of 16: 32 channels on AVX-512), so a conv of one tile (DenseNet's 128->32 3x3s) ran
-    on one thread; smaller tiles of channels, 16 a chunk, ran no faster at 2 threads than one
-    chunk (one weight load and P broadcasts for P FMAs: bound by loads). A chunk of output rows
+    The lanes conv's chunk of output channels computes whole register tiles of them
+    (`conv_lanes.BLOCKS` blocks of 16: 32 channels on AVX-512), so a conv of one tile (DenseNet's
+    128->32 3x3s) ran on one thread; smaller tiles of channels, 16 a chunk, ran no faster at 2
+    threads than one chunk (one weight load and P broadcasts for P FMAs: bound by loads). A chunk of output rows
     keeps the tile, reads all of w and its rows of x; each chunk pads x into its own phases
     whole (`row_split.output_row_split`). Measured on 2026-11-28 (Emerald Rapids, AVX-512, 2
     threads, interleaved with ORT in one process): 128->32 3x3 at 56 2.72 -> 1.51-1.71 ms (ORT
