@@ -249,6 +249,20 @@ transformed once per chunk, holds there too."""
 LANES_ROW_SPLIT_CHANNEL_TILES = 1
 """Register tiles of output channels (`conv_lanes.BLOCKS` blocks of 16 each) up to which the
 lanes conv on one image splits by output rows rather than by output channels; 0: never."""
+LANES_ROW_SPLIT_X_OVER_W = 1.0
+"""The lanes conv on one image of more tiles of output channels splits by output rows where its x
+(the phases) holds more than this many times the floats of its packed w; 0: never. A chunk of
+output channels reads all of x and its share of w, a chunk of rows its share of x and all of w,
+so rows read less where x is the larger. Measured on 2026-11-28 (Emerald Rapids, AVX-512, whole
+models at 2 threads, each compiled with and without the rule in one process, interleaved with
+ORT): DenseNet-121 0.893, MobileNet-v2-ish 0.935, EfficientNet-ish 0.962, Inception-v2 0.974,
+Inception-v1 0.980, RegNet-ish 0.982, ResNet-50 0.966-0.985, ResNet-18-ish 0.988-0.992,
+SqueezeNet 0.988, ConvNeXt-ish 0.980, VGG-19 1.000, AlexNet 1.007 (noise: ±2%). Alone, the convs
+it moves ran the same either way (ResNet-50's stem and 128->128 3x3/2 at 56, VGG-19's 3->64 at
+224: 0.98-1.01x): the gain is inside the models, where a chunk of rows reads the rows of x that
+the same thread wrote in the step before, from its own L2. At half of w (0.5) ResNet-50 and
+Inception-v2 gained a little more (0.962, 0.940) and ResNet-18-ish lost (1.019): within the
+noise, so the rule keeps the balance of the bytes read. Not measured without AVX-512."""
 
 
 def conv_output_rows(ukernel_call: func.CallOp) -> tuple[int, int] | None:
@@ -256,8 +270,9 @@ def conv_output_rows(ukernel_call: func.CallOp) -> tuple[int, int] | None:
     one image splits, or None where it splits by output channels (`channel_units`):
     `conv_winograd` from WINOGRAD_ROW_SPLIT_POSITIONS_PER_CHANNEL output positions per output
     channel and 4 output rows, by tile rows (2 output rows); the lanes conv of at most
-    LANES_ROW_SPLIT_CHANNEL_TILES register tiles of output channels and two super-tiles of rows
-    or more (`conv_lanes.super_tile_rows`).
+    LANES_ROW_SPLIT_CHANNEL_TILES register tiles of output channels, or whose x outweighs its w
+    (`LANES_ROW_SPLIT_X_OVER_W`), and two super-tiles of rows or more
+    (`conv_lanes.super_tile_rows`).
 
     The lanes conv's chunk of output channels computes whole register tiles of them
     (`conv_lanes.BLOCKS` blocks of 16: 32 channels on AVX-512), so a conv of one tile (DenseNet's
@@ -266,8 +281,9 @@ def conv_output_rows(ukernel_call: func.CallOp) -> tuple[int, int] | None:
     keeps the tile, reads all of w and its rows of x; each chunk pads x into its own phases
     whole (`row_split.output_row_split`). Measured on 2026-11-28 (Emerald Rapids, AVX-512, 2
     threads, interleaved with ORT in one process): 128->32 3x3 at 56 2.72 -> 1.51-1.71 ms (ORT
-    0.86-1.19), DenseNet-121 1.19x faster whole. Convs of two tiles or more gain nothing by rows
-    (128->128 3x3/2 at 56 0.97x, 64->128 3x3/2 1.05x, 192->320 at 7 1.51x): they keep channels.
+    0.86-1.19), DenseNet-121 1.19x faster whole. Alone, convs of two tiles or more gained
+    nothing by rows (128->128 3x3/2 at 56 0.97x, 64->128 3x3/2 1.05x, 192->320 at 7 1.51x); inside
+    models those whose x outweighs w do, and the others keep channels.
     """
     kind = _kind(ukernel_call.callee.string_value())
     if kind not in (conv_winograd, conv_lanes):
@@ -279,8 +295,9 @@ def conv_output_rows(ukernel_call: func.CallOp) -> tuple[int, int] | None:
         return (out_h, 2) if batch == 1 and many_positions and out_h >= 4 else None
     weights = parts.data.type.get_shape()
     granule = conv_lanes.super_tile_rows(out_w, weights[3])
-    few_channels = out_channels <= LANES_ROW_SPLIT_CHANNEL_TILES * conv_lanes.BLOCKS * weights[-1]
-    return (out_h, granule) if batch == 1 and few_channels and out_h >= 2 * granule else None
+    one_tile = out_channels <= LANES_ROW_SPLIT_CHANNEL_TILES * conv_lanes.BLOCKS * weights[-1]
+    x_larger = 0 < LANES_ROW_SPLIT_X_OVER_W * math.prod(weights) < math.prod(parts.first.type.get_shape())
+    return (out_h, granule) if batch == 1 and (one_tile or x_larger) and out_h >= 2 * granule else None
 
 
 class ChannelUnits(NamedTuple):

@@ -3,6 +3,7 @@ backend, against the interpreter; its packing of w and the cpu schedule's rule f
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -558,6 +559,30 @@ def test_one_tile_of_channels_splits_by_output_rows(monkeypatch, x_shape, stride
         assert not chunked
     else:
         assert [re.search(r"_oh(\d+)to(\d+)$", callee).groups() for callee in chunked] == [tuple(map(str, r)) for r in expected]
+
+
+@pytest.mark.parametrize("x_shape, by_rows", [((1, 2, 60, 14), True), ((1, 16, 6, 14), False)])
+def test_more_tiles_of_channels_split_by_output_rows_where_x_outweighs_w(monkeypatch, tile, x_shape, by_rows):
+    """At 2 threads a conv of two register tiles of output channels (the second partial) splits
+    by output rows where its phases hold more floats than its packed w (a chunk of rows reads
+    its share of x and all of w, one of channels all of x and its share of w:
+    `ukernels.LANES_ROW_SPLIT_X_OVER_W`), else by output channels (`_rows<N>` chunks). Bias and
+    relu in the tile, NaN and inf in x: the interpreter's results."""
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    out_channels = 2 * conv_lanes.BLOCKS * 16 - 8
+    g = GraphBuilder()
+    y = g.conv2d(g.input("x", x_shape), g.constant(sample((out_channels, x_shape[1], 3, 3), seed=1, specials=False)),
+                 padding=(1, 1, 1, 1))
+    module = g.finish(g.relu(g.add(y, g.constant(sample((out_channels, 1, 1), seed=3, specials=False)))))
+    (call,) = lanes_calls(module)
+    phases, packed_w = (math.prod(a.type.get_shape()) for a in call.arguments[:2])
+    assert (phases > packed_w) == by_rows  # the case's premise, on either register tile
+    x = sample(x_shape, specials=False)
+    x.reshape(-1)[[0, 40, 77]] = [np.nan, np.inf, -np.inf]
+    _, calls = compiled_calls(monkeypatch, module, x)
+    row_chunks = sorted(kernel for kernel in calls if "_oh" in kernel)
+    channel_chunks = sorted(kernel for kernel in calls if "_rows" in kernel)
+    assert (len(row_chunks), len(channel_chunks)) == ((2, 0) if by_rows else (0, 2))
 
 
 def test_a_chunk_of_rows_stores_no_floats_into_the_next_chunks_rows(monkeypatch):
