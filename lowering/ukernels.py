@@ -153,20 +153,26 @@ POSITION_SPLIT_CHANNELS = 16
 than by output channels (`position_units`); 0: never."""
 POSITION_SPLIT_PANELS = 8
 """Panels of columns (`packed_gemm.PANEL` each) from which it does."""
-POSITION_SPLIT_ANY_CHANNELS_POSITIONS = 55 * 55 if host_has_avx512() else 0
-"""Output positions from which the conv GEMM on one image of at least
-POSITION_SPLIT_ANY_CHANNELS_DEPTH input channels splits by output positions whatever its output
-channels (up to POSITION_SPLIT_MAX_POSITIONS); 0: never (without AVX-512, where 24 and 32
-channels gained nothing, `position_units`). Measured on 2026-11-28 (Emerald Rapids, AVX-512:
-panels of 64 positions; conv + bias + relu alone, 2 threads, interleaved in one process),
-positions / channels time at 56x56: 64->256 0.92x and 0.96x, 256->64 0.87x, 144->24 0.66x,
-128->32 0.75x, 96->24 0.91x, 24->144 0.97x, 32->128 0.98x; 16->64 at 55 1.09-1.10x and 16->96
-at 112 1.04x (so from 24 input channels); at 28x28 (12.25 panels: chunks of 7 and 6) 128->512
-1.11x, 512->128 1.09x. Whole models at 2 threads, this rule against none (two runs of 15 s,
-the first from 16 input channels): ResNet-50 0.981 and 0.962, MobileNet-v2-ish 0.965 and 0.962,
-DenseNet-121 0.970, EfficientNet-ish 0.977, SqueezeNet 1.012 and 1.005, Inception-v2 1.001."""
+POSITION_SPLIT_ANY_CHANNELS = host_has_avx512()
+"""Whether the conv GEMM on one image of at least POSITION_SPLIT_ANY_CHANNELS_DEPTH input channels
+splits by output positions whatever its output channels (from POSITION_SPLIT_PANELS panels up
+to POSITION_SPLIT_MAX_POSITIONS positions); not without AVX-512, where 24 and 32 channels gained
+nothing (`position_units`). Measured on 2026-11-28 (Emerald Rapids, AVX-512: panels of 64
+positions; conv + bias + relu alone, 2 threads, interleaved in one process), positions /
+channels time at 56x56: 64->256 0.92x and 0.96x, 256->64 0.87x, 144->24 0.66x, 128->32 0.75x,
+96->24 0.91x, 24->144 0.97x, 32->128 0.98x; 16->64 at 55 1.09-1.10x and 16->96 at 112 1.04x (so
+from 24 input channels); at 28x28 (12.25 panels: chunks of 7 and 6) 128->512 1.11x, 512->128
+1.09x alone. It first applied from 55x55 positions: whole models at 2 threads, that rule
+against none (two runs of 15 s): ResNet-50 0.981 and 0.962, MobileNet-v2-ish 0.965 and 0.962,
+DenseNet-121 0.970, EfficientNet-ish 0.977, SqueezeNet 1.012 and 1.005, Inception-v2 1.001.
+Inside the models the 28x28s gain too, as the lanes convs' rows do
+(`LANES_ROW_SPLIT_X_OVER_W`: a chunk of positions reads the part of x its thread wrote): from
+28x28 against from 55x55, DenseNet-121 0.961 and 0.970, Inception-v2 0.975 and 0.975,
+MobileNet-v2-ish 0.978 and 0.973, RegNet-ish 0.948, ResNet-50 0.987 and 1.019, ResNet-18-ish
+0.995, EfficientNet-ish 1.001; and from 8 panels (27x27 too) against 55x55, SqueezeNet 0.966,
+EfficientNet-ish 0.973, ShuffleNet 0.984, ConvNeXt-ish 0.986, Inception-v1 1.010."""
 POSITION_SPLIT_ANY_CHANNELS_DEPTH = 24
-"""Input channels from which POSITION_SPLIT_ANY_CHANNELS_POSITIONS applies."""
+"""Input channels from which POSITION_SPLIT_ANY_CHANNELS applies."""
 POSITION_SPLIT_MAX_POSITIONS = 56 * 56
 """Output positions up to which it does: MobileNet-v2's 32->16 at 112x112 ran 0.89x alone by
 positions, but the whole model 1.06-1.07x slower at 2 threads with both cores free (1.00-1.01x
@@ -198,7 +204,7 @@ def position_units(ukernel_call: func.CallOp) -> int | None:
     inputs, weights, out = (v.type.get_shape() for v in (parts.first, parts.data, parts.like_out[-1]))
     positions = math.prod(out[2:])
     one_group = inputs[1] == weights[1] and math.prod(inputs[2:]) == positions  # b is x itself: a 1x1 of stride 1
-    any_channels = 0 < POSITION_SPLIT_ANY_CHANNELS_POSITIONS <= positions and inputs[1] >= POSITION_SPLIT_ANY_CHANNELS_DEPTH
+    any_channels = POSITION_SPLIT_ANY_CHANNELS and inputs[1] >= POSITION_SPLIT_ANY_CHANNELS_DEPTH
     few_channels = out[1] <= POSITION_SPLIT_CHANNELS or any_channels
     enough_positions = POSITION_SPLIT_PANELS * packed_gemm.PANEL <= positions <= POSITION_SPLIT_MAX_POSITIONS
     return positions if inputs[0] == 1 and one_group and few_channels and enough_positions else None
@@ -257,7 +263,8 @@ so rows read less where x is the larger. Measured on 2026-11-28 (Emerald Rapids,
 models at 2 threads, each compiled with and without the rule in one process, interleaved with
 ORT): DenseNet-121 0.893, MobileNet-v2-ish 0.935, EfficientNet-ish 0.962, Inception-v2 0.974,
 Inception-v1 0.980, RegNet-ish 0.982, ResNet-50 0.966-0.985, ResNet-18-ish 0.988-0.992,
-SqueezeNet 0.988, ConvNeXt-ish 0.980, VGG-19 1.000, AlexNet 1.007 (noise: ±2%). Alone, the convs
+SqueezeNet 0.988, ConvNeXt-ish 0.980-1.022, VGG-19 1.000-1.066, AlexNet 1.007 (noise: ±2%, more
+in the shorter runs; docs/cpu-codegen.md). Alone, the convs
 it moves ran the same either way (ResNet-50's stem and 128->128 3x3/2 at 56, VGG-19's 3->64 at
 224: 0.98-1.01x): the gain is inside the models, where a chunk of rows reads the rows of x that
 the same thread wrote in the step before, from its own L2. At half of w (0.5) ResNet-50 and

@@ -209,37 +209,34 @@ def test_few_channel_gemms_split_by_positions(monkeypatch, batch, height, width,
         assert [begin for _, begin in step.kernel.chunks] == [0, 8]
 
 
-ANY = 55 * 55
-"""POSITION_SPLIT_ANY_CHANNELS_POSITIONS as set with AVX-512."""
-
-
 @pytest.mark.parametrize(
-    "w_shape, x_shape, groups, any_channels_positions, second_begin",
+    "w_shape, x_shape, groups, any_channels, second_begin",
     [
-        ((16, 128, 1, 1), (1, 128, 55, 55), 1, 0, "positions"),  # SqueezeNet's squeeze 1x1 at 55
-        ((16, 9, 1, 1), (1, 9, 10, 10), 1, 0, 8),  # 100 positions: fewer than POSITION_SPLIT_PANELS panels
-        ((24, 128, 1, 1), (1, 128, 55, 55), 1, 0, 12),  # 24 output channels: by channels
-        ((24, 128, 1, 1), (1, 128, 55, 55), 1, ANY, "positions"),  # ... but from 55 x 55 positions any count
-        ((256, 64, 1, 1), (1, 64, 56, 56), 1, ANY, "positions"),  # ResNet-50's 64->256 at 56
-        ((64, 16, 1, 1), (1, 16, 55, 55), 1, ANY, 32),  # fewer than POSITION_SPLIT_ANY_CHANNELS_DEPTH inputs
-        ((32, 64, 1, 1), (1, 64, 28, 28), 1, ANY, 16),  # fewer positions
-        ((16, 32, 1, 1), (1, 32, 112, 112), 1, ANY, 8),  # more than POSITION_SPLIT_MAX_POSITIONS
-        ((16, 8, 1, 1), (1, 16, 55, 55), 2, ANY, 1),  # grouped: by groups
-        ((16, 3, 3, 3), (1, 3, 34, 34), 1, 0, 16),  # 3x3 (b an im2col copy), 1024 positions: by rows (of 32)
-        ((64, 3, 3, 3), (1, 3, 67, 67), 1, 0, 36),  # 65 x 65 positions, 66 a channel: by rows (of 65)
-        ((64, 3, 3, 3), (1, 3, 33, 33), 1, 0, 32),  # 31 x 31 positions, 15 a channel: by channels
+        ((16, 128, 1, 1), (1, 128, 55, 55), 1, False, "positions"),  # SqueezeNet's squeeze 1x1 at 55
+        ((16, 9, 1, 1), (1, 9, 10, 10), 1, False, 8),  # 100 positions: fewer than POSITION_SPLIT_PANELS panels
+        ((24, 128, 1, 1), (1, 128, 55, 55), 1, False, 12),  # 24 output channels: by channels
+        ((24, 128, 1, 1), (1, 128, 55, 55), 1, True, "positions"),  # ... but with AVX-512 any count
+        ((256, 64, 1, 1), (1, 64, 56, 56), 1, True, "positions"),  # ResNet-50's 64->256 at 56
+        ((64, 16, 1, 1), (1, 16, 55, 55), 1, True, 32),  # fewer than POSITION_SPLIT_ANY_CHANNELS_DEPTH inputs
+        ((32, 64, 1, 1), (1, 64, 28, 28), 1, True, "positions"),  # at 28 x 28 too
+        ((32, 64, 1, 1), (1, 64, 10, 10), 1, True, 16),  # 100 positions: fewer than POSITION_SPLIT_PANELS panels
+        ((16, 32, 1, 1), (1, 32, 112, 112), 1, True, 8),  # more than POSITION_SPLIT_MAX_POSITIONS
+        ((16, 8, 1, 1), (1, 16, 55, 55), 2, True, 1),  # grouped: by groups
+        ((16, 3, 3, 3), (1, 3, 34, 34), 1, False, 16),  # 3x3 (b an im2col copy), 1024 positions: by rows (of 32)
+        ((64, 3, 3, 3), (1, 3, 67, 67), 1, False, 36),  # 65 x 65 positions, 66 a channel: by rows (of 65)
+        ((64, 3, 3, 3), (1, 3, 33, 33), 1, False, 32),  # 31 x 31 positions, 15 a channel: by channels
     ],
 )
 def test_the_rule_splits_few_channel_one_by_ones_by_positions(
-    monkeypatch, w_shape, x_shape, groups, any_channels_positions, second_begin
+    monkeypatch, w_shape, x_shape, groups, any_channels, second_begin
 ):
     """`ukernels.position_units`: 1x1s of at most POSITION_SPLIT_CHANNELS output channels, or of
-    any count from POSITION_SPLIT_ANY_CHANNELS_POSITIONS positions and
-    POSITION_SPLIT_ANY_CHANNELS_DEPTH input channels, of one group, from POSITION_SPLIT_PANELS
+    any count from POSITION_SPLIT_ANY_CHANNELS_DEPTH input channels (POSITION_SPLIT_ANY_CHANNELS,
+    as with AVX-512), of one group, from POSITION_SPLIT_PANELS
     panels of positions to POSITION_SPLIT_MAX_POSITIONS split by positions; convs on an im2col
     copy of at least ROW_SPLIT_POSITIONS_PER_CHANNEL positions per output channel by output rows
     (`ukernels.output_row_units`); the others by channels (or groups). The interpreter's results."""
-    monkeypatch.setattr(ukernels, "POSITION_SPLIT_ANY_CHANNELS_POSITIONS", any_channels_positions)
+    monkeypatch.setattr(ukernels, "POSITION_SPLIT_ANY_CHANNELS", any_channels)
     monkeypatch.setattr(CpuSchedule, "lanes_conv", lambda self, op: False)
     monkeypatch.setattr(CpuSchedule, "conv_gemm", lambda self, op: True)
     monkeypatch.setitem(CPU.defaults, "min_work", 0)
