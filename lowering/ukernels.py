@@ -255,21 +255,22 @@ transformed once per chunk, holds there too."""
 LANES_ROW_SPLIT_CHANNEL_TILES = 1
 """Register tiles of output channels (`conv_lanes.BLOCKS` blocks of 16 each) up to which the
 lanes conv on one image splits by output rows rather than by output channels; 0: never."""
-LANES_ROW_SPLIT_X_OVER_W = 1.0
+LANES_ROW_SPLIT_X_OVER_W = 0.5
 """The lanes conv on one image of more tiles of output channels splits by output rows where its x
 (the phases) holds more than this many times the floats of its packed w; 0: never. A chunk of
 output channels reads all of x and its share of w, a chunk of rows its share of x and all of w,
-so rows read less where x is the larger. Measured on 2026-11-28 (Emerald Rapids, AVX-512, whole
-models at 2 threads, each compiled with and without the rule in one process, interleaved with
-ORT): DenseNet-121 0.893, MobileNet-v2-ish 0.935, EfficientNet-ish 0.962, Inception-v2 0.974,
-Inception-v1 0.980, RegNet-ish 0.982, ResNet-50 0.966-0.985, ResNet-18-ish 0.988-0.992,
-SqueezeNet 0.988, ConvNeXt-ish 0.980-1.022, VGG-19 1.000-1.066, AlexNet 1.007 (noise: ±2%, more
-in the shorter runs; docs/cpu-codegen.md). Alone, the convs
-it moves ran the same either way (ResNet-50's stem and 128->128 3x3/2 at 56, VGG-19's 3->64 at
-224: 0.98-1.01x): the gain is inside the models, where a chunk of rows reads the rows of x that
-the same thread wrote in the step before, from its own L2. At half of w (0.5) ResNet-50 and
-Inception-v2 gained a little more (0.962, 0.940) and ResNet-18-ish lost (1.019): within the
-noise, so the rule keeps the balance of the bytes read. Not measured without AVX-512."""
+so rows read less where x is the larger; inside a model they also read the rows of x that their
+own thread wrote in the step before, from its own L2, which tips the balance below 1. Measured
+on 2026-11-28 (Emerald Rapids, AVX-512, whole models at 2 threads, each compiled both ways in one
+process, interleaved with ORT, 15 s; runs vary by ±2%): at 1 against none, DenseNet-121 0.893,
+MobileNet-v2-ish 0.935, EfficientNet-ish 0.962, Inception-v2 0.974, Inception-v1 0.980,
+RegNet-ish 0.982, ResNet-50 0.966-0.985, ResNet-18-ish 0.988-0.992, SqueezeNet 0.988, ConvNeXt-ish
+0.980-1.022, VGG-19 1.000-1.066, AlexNet 1.007; at 0.5 against 1 (ResNet-50's 1024->256 1x1s at
+14 and 512->1024 1x1/2 at 28 take rows), ResNet-50 0.970, RegNet-ish 0.960, SqueezeNet 0.972,
+Inception-v1 and -v2 0.984, MobileNet-v2-ish 1.018; at 0.25 against 0.5, ResNet-50 1.077 (its
+256->256 3x3/2 at 28 too), RegNet-ish 0.960, the others 0.98-0.99. Alone, the convs moved at 1
+ran the same either way (ResNet-50's stem and 128->128 3x3/2 at 56, VGG-19's 3->64 at 224:
+0.98-1.01x). Not measured without AVX-512."""
 
 
 def conv_output_rows(ukernel_call: func.CallOp) -> tuple[int, int] | None:

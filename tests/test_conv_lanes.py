@@ -19,7 +19,7 @@ from xdsl.dialects import func
 
 from graphopt.builder import GraphBuilder
 from graphopt.dialects import graph
-from graphopt.lowering import conv_lanes, tile_epilogue
+from graphopt.lowering import conv_lanes, tile_epilogue, ukernels
 from graphopt.lowering.linalg import schedule
 from graphopt.lowering.linalg.schedule import CpuSchedule
 from graphopt.lowering.llvm_text import host_has_avx512
@@ -564,8 +564,8 @@ def test_one_tile_of_channels_splits_by_output_rows(monkeypatch, x_shape, stride
 @pytest.mark.parametrize("x_shape, by_rows", [((1, 2, 60, 14), True), ((1, 16, 6, 14), False)])
 def test_more_tiles_of_channels_split_by_output_rows_where_x_outweighs_w(monkeypatch, tile, x_shape, by_rows):
     """At 2 threads a conv of two register tiles of output channels (the second partial) splits
-    by output rows where its phases hold more floats than its packed w (a chunk of rows reads
-    its share of x and all of w, one of channels all of x and its share of w:
+    by output rows where its phases hold more floats than half its packed w (a chunk of rows
+    reads its share of x and all of w, one of channels all of x and its share of w:
     `ukernels.LANES_ROW_SPLIT_X_OVER_W`), else by output channels (`_rows<N>` chunks). Bias and
     relu in the tile, NaN and inf in x: the interpreter's results."""
     monkeypatch.setitem(CPU.defaults, "min_work", 0)
@@ -576,7 +576,7 @@ def test_more_tiles_of_channels_split_by_output_rows_where_x_outweighs_w(monkeyp
     module = g.finish(g.relu(g.add(y, g.constant(sample((out_channels, 1, 1), seed=3, specials=False)))))
     (call,) = lanes_calls(module)
     phases, packed_w = (math.prod(a.type.get_shape()) for a in call.arguments[:2])
-    assert (phases > packed_w) == by_rows  # the case's premise, on either register tile
+    assert (phases > ukernels.LANES_ROW_SPLIT_X_OVER_W * packed_w) == by_rows  # the case's premise, either tile
     x = sample(x_shape, specials=False)
     x.reshape(-1)[[0, 40, 77]] = [np.nan, np.inf, -np.inf]
     _, calls = compiled_calls(monkeypatch, module, x)
