@@ -108,12 +108,14 @@ func.func @main(%x: tensor<1x32x24x24xf32>, %w: tensor<16x32x1x1xf32>, %b: tenso
 
 // -----
 
-// The same with 24 output channels: by output channels (12 + 12), each chunk reading all of x.
-// CHECK-LABEL: func.func @fused_conv2d_add_relu_0(%0: memref<1x32x24x24xf32>, %1: memref<24x32x1x1xf32>, %2: memref<24x1x1xf32>, %3: memref<1x24x24x24xf32>)
+// The same with 24 output channels and 16 input channels, fewer than
+// ukernels.POSITION_SPLIT_ANY_CHANNELS_DEPTH (from which AVX-512 hosts split any count of
+// output channels by positions): by output channels (12 + 12), each chunk reading all of x.
+// CHECK-LABEL: func.func @fused_conv2d_add_relu_0(%0: memref<1x16x24x24xf32>, %1: memref<24x16x1x1xf32>, %2: memref<24x1x1xf32>, %3: memref<1x24x24x24xf32>)
 // CHECK-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_add_relu_0_rows12", 0 : i64], ["fused_conv2d_add_relu_0_rows12", 12 : i64]]
-// CHECK-SAME:    graph.row_bytes = array<i64: 0, 128, 4, 2304>
-func.func @main(%x: tensor<1x32x24x24xf32>, %w: tensor<24x32x1x1xf32>, %b: tensor<24x1x1xf32>) -> tensor<1x24x24x24xf32> {
-  %0 = graph.conv2d %x, %w {padding = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x32x24x24xf32>, tensor<24x32x1x1xf32>) -> tensor<1x24x24x24xf32>
+// CHECK-SAME:    graph.row_bytes = array<i64: 0, 64, 4, 2304>
+func.func @main(%x: tensor<1x16x24x24xf32>, %w: tensor<24x16x1x1xf32>, %b: tensor<24x1x1xf32>) -> tensor<1x24x24x24xf32> {
+  %0 = graph.conv2d %x, %w {padding = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x16x24x24xf32>, tensor<24x16x1x1xf32>) -> tensor<1x24x24x24xf32>
   %1 = graph.add %0, %b : (tensor<1x24x24x24xf32>, tensor<24x1x1xf32>) -> tensor<1x24x24x24xf32>
   %2 = graph.relu %1 : tensor<1x24x24x24xf32>
   func.return %2 : tensor<1x24x24x24xf32>
