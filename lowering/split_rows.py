@@ -24,8 +24,8 @@ block (1000 channels in 63 blocks of 16), the last chunk, `<kernel>_rows<N>_last
     func.func @conv(%x: memref<1x8x7x6xf32>, %w: memref<16x8x3x3xf32>, %out: memref<1x16x7x6xf32>)
         attributes {graph.row_chunks = [["conv_rows8", 0], ["conv_rows8", 8]], graph.row_bytes = array<i64: 0, 288, 168>, ...}
 
-The lanes conv of one register tile of output channels, and the Winograd conv of many output
-positions per output channel, split by their output rows (`row_split.output_row_split`): each
+The lanes conv of one register tile of output channels or whose x outweighs half of its w, and
+the Winograd conv of many output positions per output channel, split by their output rows (`row_split.output_row_split`): each
 chunk is a function of its own, `<kernel>_oh<first>to<end>` (`output_rows.chunk_name`), called
 on the arguments whole (row bytes all 0).
 
@@ -119,8 +119,8 @@ def chunk_split(kernel: func.FuncOp) -> RowSplit | None:
     """How split-rows cuts `kernel` into chunks: by rows, or, a convolution of one image (one
     row), by output positions where it has few output channels, or by whole output rows where
     it runs as the GEMM on an im2col copy of many positions per channel (`position_split`) or
-    as the lanes conv of one register tile of output channels or the Winograd conv of many
-    positions per channel (`output_row_split`), else by
+    as the lanes conv of one register tile of output channels or of x outweighing half of w, or
+    the Winograd conv of many positions per channel (`output_row_split`), else by
     output channels; None when it cannot."""
     split = row_split(kernel)
     if split is not None and split.rows > 1:

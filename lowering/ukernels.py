@@ -278,8 +278,8 @@ def conv_output_rows(ukernel_call: func.CallOp) -> tuple[int, int] | None:
     one image splits, or None where it splits by output channels (`channel_units`):
     `conv_winograd` from WINOGRAD_ROW_SPLIT_POSITIONS_PER_CHANNEL output positions per output
     channel and 4 output rows, by tile rows (2 output rows); the lanes conv of at most
-    LANES_ROW_SPLIT_CHANNEL_TILES register tiles of output channels, or whose x outweighs its w
-    (`LANES_ROW_SPLIT_X_OVER_W`), and two super-tiles of rows or more
+    LANES_ROW_SPLIT_CHANNEL_TILES register tiles of output channels, or whose x outweighs
+    LANES_ROW_SPLIT_X_OVER_W times its w, and two super-tiles of rows or more
     (`conv_lanes.super_tile_rows`).
 
     The lanes conv's chunk of output channels computes whole register tiles of them
@@ -291,7 +291,7 @@ def conv_output_rows(ukernel_call: func.CallOp) -> tuple[int, int] | None:
     threads, interleaved with ORT in one process): 128->32 3x3 at 56 2.72 -> 1.51-1.71 ms (ORT
     0.86-1.19), DenseNet-121 1.19x faster whole. Alone, convs of two tiles or more gained
     nothing by rows (128->128 3x3/2 at 56 0.97x, 64->128 3x3/2 1.05x, 192->320 at 7 1.51x); inside
-    models those whose x outweighs w do, and the others keep channels.
+    models those whose x outweighs half of w do, and the others keep channels.
     """
     kind = _kind(ukernel_call.callee.string_value())
     if kind not in (conv_winograd, conv_lanes):

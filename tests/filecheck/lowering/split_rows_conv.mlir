@@ -4,8 +4,8 @@
 // ukernel's register tile), and each chunk copies all of x into its own phases (conv_gemm.mlir:
 // the convs that run as the GEMM); a grouped conv slices by groups, x (through its phases) too;
 // a depthwise one by input channels; the lanes conv of one register tile of output channels
-// and the Winograd conv of many positions per output channel run by output rows instead (the
-// last two cases).
+// or whose x outweighs half its w, and the Winograd conv of many positions per output channel,
+// run by output rows instead (the last cases).
 
 // RUN: graph-opt %s --split-input-file --fuse --lower-to-linalg | graph-opt --split-input-file -p 'split-rows{threads=2 min-work=0}' | filecheck %s
 
@@ -197,4 +197,36 @@ func.func @main(%x: tensor<1x32x32x32xf32>) -> tensor<1x64x32x32xf32> {
   %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x32x32x32xf32>, tensor<64x32x3x3xf32>) -> tensor<1x64x32x32xf32>
   %1 = graph.relu %0 : tensor<1x64x32x32xf32>
   func.return %1 : tensor<1x64x32x32xf32>
+}
+
+// -----
+
+// A lanes conv of more register tiles of output channels (64) whose phases hold more floats than
+// half its packed w (ukernels.LANES_ROW_SPLIT_X_OVER_W: 2 x 14 x 30 against 64 x 2 x 9 / 2) runs by
+// output rows too, 6 + 6: a chunk of rows reads its share of x and all of w.
+// CHECK-LABEL: func.func @fused_conv2d_add_relu_0(%0: memref<1x2x12x28xf32>,
+// CHECK-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_add_relu_0_oh0to6", 0 : i64], ["fused_conv2d_add_relu_0_oh6to12", 6 : i64]]
+// CHECK:         func.call @graphopt_sconv_lanes_r30_d1x1_{{.*}}_1x64x12x28_oh0to6(
+// CHECK:         func.call @graphopt_sconv_lanes_r30_d1x1_{{.*}}_1x64x12x28_oh6to12(
+func.func @main(%x: tensor<1x2x12x28xf32>, %b: tensor<64x1x1xf32>) -> tensor<1x64x12x28xf32> {
+  %w = graph.constant dense<0.5> : tensor<64x2x3x3xf32>
+  %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x2x12x28xf32>, tensor<64x2x3x3xf32>) -> tensor<1x64x12x28xf32>
+  %1 = graph.add %0, %b : (tensor<1x64x12x28xf32>, tensor<64x1x1xf32>) -> tensor<1x64x12x28xf32>
+  %2 = graph.relu %1 : tensor<1x64x12x28xf32>
+  func.return %2 : tensor<1x64x12x28xf32>
+}
+
+// -----
+
+// The same with 8 input channels at 6 rows: the phases (8 x 8 x 30) hold fewer floats than half
+// of w (64 x 8 x 9 / 2), so by output channels, 32 + 32, each chunk on all of x and half of w.
+// CHECK-LABEL: func.func @fused_conv2d_add_relu_0(%0: memref<1x8x6x28xf32>,
+// CHECK-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_add_relu_0_rows32", 0 : i64], ["fused_conv2d_add_relu_0_rows32", 32 : i64]]
+// CHECK-NOT:     _oh
+func.func @main(%x: tensor<1x8x6x28xf32>, %b: tensor<64x1x1xf32>) -> tensor<1x64x6x28xf32> {
+  %w = graph.constant dense<0.5> : tensor<64x8x3x3xf32>
+  %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x6x28xf32>, tensor<64x8x3x3xf32>) -> tensor<1x64x6x28xf32>
+  %1 = graph.add %0, %b : (tensor<1x64x6x28xf32>, tensor<64x1x1xf32>) -> tensor<1x64x6x28xf32>
+  %2 = graph.relu %1 : tensor<1x64x6x28xf32>
+  func.return %2 : tensor<1x64x6x28xf32>
 }
