@@ -25,9 +25,9 @@ block (1000 channels in 63 blocks of 16), the last chunk, `<kernel>_rows<N>_last
         attributes {graph.row_chunks = [["conv_rows8", 0], ["conv_rows8", 8]], graph.row_bytes = array<i64: 0, 288, 168>, ...}
 
 The lanes conv of one register tile of output channels or whose x outweighs half of its w, and
-the Winograd conv of many output positions per output channel, split by their output rows (`row_split.output_row_split`): each
-chunk is a function of its own, `<kernel>_oh<first>to<end>` (`output_rows.chunk_name`), called
-on the arguments whole (row bytes all 0).
+the Winograd conv of many output positions per output channel, split by their output rows
+(`row_split.output_row_split`): each chunk is a function of its own, `<kernel>_oh<first>to<end>`
+(`output_rows.chunk_name`), called on the arguments whole (row bytes all 0).
 
 Kernels that do less work, that cannot split by rows (or channels), or whose rows make one
 chunk are left as they are; so is every kernel when `threads` is 1.

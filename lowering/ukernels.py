@@ -182,7 +182,8 @@ with one taken); not explained."""
 def position_units(ukernel_call: func.CallOp) -> int | None:
     """The output positions (columns of b and out) by which the conv GEMM's call on one image of
     one group splits, or None where it splits by output channels (`channel_units`): convs of at
-    most POSITION_SPLIT_CHANNELS output channels, from POSITION_SPLIT_PANELS panels of positions
+    most POSITION_SPLIT_CHANNELS output channels (of any count from POSITION_SPLIT_ANY_CHANNELS_DEPTH
+    input channels where POSITION_SPLIT_ANY_CHANNELS), from POSITION_SPLIT_PANELS panels of positions
     to POSITION_SPLIT_MAX_POSITIONS (SqueezeNet's squeeze 1x1s at 55x55, Inception-v1's 192->16 at 27).
 
     A chunk of output channels reads all of b (x: k x n floats, 1.5 MB for 128->16 at 55x55) for
