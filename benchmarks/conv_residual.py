@@ -5,8 +5,12 @@
 Each shape's ONNX model (Conv with bias -> Add(residual) -> Relu) is compiled by graphopt
 twice, with the tiles' prefetches on and off (of out and the residual: `tile_epilogue.PREFETCH`;
 of the GEMM's b: `packed_gemm.PREFETCH_B`), and run by ONNX Runtime at the same thread count
-(`end_to_end.onnxruntime_session`). The three calls rotate over `buffers` sets of (x, residual,
-out), together larger than the L3, so that, as inside a model, the operands come from memory. Interleaved medians (benchmarks/timing.py); prints ms and the ratios to ORT.
+(`end_to_end.onnxruntime_session`). The calls rotate over `buffers` sets of (x, residual,
+out), together larger than the L3, so that, as inside a model, the operands come from memory.
+A fourth call runs this host's default (prefetch on without AVX-512, off with it) with out the
+residual itself, as the Executable plans a conv whose residual dies there (`buffer_plan.py`,
+`graph.may_overwrite`; where the conv's kernel may not, it says so and times nothing).
+Interleaved medians (benchmarks/timing.py); prints ms and the ratios to ORT.
 """
 
 import argparse
@@ -72,20 +76,33 @@ def compare(channels: int, out_channels: int, size: int, threads: int, seconds: 
     for side, executable in executables.items():
         executable(sets[0][0], sets[0][1], out=[sets[0][2]])
         np.testing.assert_allclose(sets[0][2], expected, rtol=1e-4, atol=1e-4, err_msg=side)
-    rotations = {side: itertools.cycle(sets) for side in ("on", "off", "ort")}
+    rotations = {side: itertools.cycle(sets) for side in ("on", "off", "over", "ort")}
+    host_side = "on" if default[0] else "off"
+    executable = executables[host_side]
+    (step,) = executable.steps
 
     def ours(side):
         x, residual, out = next(rotations[side])
         executables[side](x, residual, out=[out])
 
+    def over_residual():  # the kernel itself: an Executable refuses an out that overlaps an argument
+        x, residual, _ = next(rotations["over"])
+        arguments = dict(zip(executable.function.body.block.args, (x, residual)))
+        step.kernel([arguments.get(v, executable.constants.get(v)) for v in step.inputs], [residual])
+
     def ort():
         x, residual, _ = next(rotations["ort"])
         session.run(None, {"x": x, "residual": residual})
 
-    times = interleaved_medians({"on": lambda: ours("on"), "off": lambda: ours("off"), "ort": ort}, seconds)
+    calls = {"on": lambda: ours("on"), "off": lambda: ours("off"), "ort": ort}
+    if step.kernel.may_overwrite:
+        calls["over"] = over_residual
+    times = interleaved_medians(calls, seconds)
     on, off, theirs = (times[s] * 1e3 for s in ("on", "off", "ort"))
+    over = (f"  over the residual {times['over'] * 1e3:6.3f} ms, /{host_side} {times['over'] / times[host_side]:.3f}"
+            if "over" in times else "  (may not write over the residual)")
     return (f"{channels:4d}->{out_channels:<4d} at {size:2d}  prefetch {on:6.3f} ms  without {off:6.3f} ms  ORT {theirs:6.3f} ms"
-            f"  on/ORT {on / theirs:.2f}  off/ORT {off / theirs:.2f}  off/on {off / on:.3f}")
+            f"  on/ORT {on / theirs:.2f}  off/ORT {off / theirs:.2f}  off/on {off / on:.3f}{over}")
 
 
 def main() -> None:

@@ -195,6 +195,13 @@ def taps_per_step(kernel_w: int, positions: int) -> int:
     return kernel_w if BLOCKS * (kernel_w + positions) + 1 <= ROW_REGISTERS else 1
 
 
+def writes_over_residual(name_: str, types: Sequence[MemRefType]) -> bool:
+    """Whether the ukernel stays correct with out the buffer of its epilogue's residual: each
+    tile reads the residual at its positions, then stores them; not where tiles store past their
+    positions (`OVERLAP_STORE_LANES`, without AVX-512), over residual values a later tile reads."""
+    return OVERLAP_STORE_LANES <= PLAIN_STORE_LANES
+
+
 def packed_shape(w_shape: Sequence[int]) -> tuple[int, ...]:
     """The shape of w [O, C, KH, KW] packed (`pack`)."""
     out_channels, channels, kernel_h, kernel_w = w_shape
@@ -427,8 +434,7 @@ class _Ukernel(LLVMText):
     # --- the ukernel: loops over images, tiles of channel blocks and super-tiles of positions ---
 
     def _main(self) -> None:
-        epilogue = tile_epilogue.parameters(self.epilogue, "noalias ")
-        self.define(f"define void @{self.name}(ptr noalias %x, ptr noalias %w{epilogue}, ptr noalias %out) {{")
+        self.define(f"define void @{self.name}(ptr noalias %x, ptr noalias %w{tile_epilogue.parameters_and_out(self.epilogue)}) {{")
         window = self.kernel_h * self.kernel_w
         size = positions(self.out_w, self.kernel_w)
         super_tile = math.lcm(size, self.out_w)

@@ -172,6 +172,13 @@ def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
     return name(types, epilogue_of(name_))
 
 
+def writes_over_residual(name_: str, types: Sequence[MemRefType]) -> bool:
+    """Whether the ukernel stays correct with out the buffer of its epilogue's residual: yes,
+    stage 3 (or the direct conv of a band) reads each residual vector, then stores out's there,
+    and nothing else writes out."""
+    return True
+
+
 def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
     """LLVM IR defining `void @name_(ptr x, ptr u, ptr w, ptr scratch, <the tile epilogue's operands>, ptr out)`."""
     return _Ukernel(name_, types).text()
@@ -204,10 +211,8 @@ class _Ukernel(LLVMText):
         return self.ir()
 
     def _main(self) -> None:
-        epilogue = tile_epilogue.parameters(self.epilogue, "noalias ")
-        self.define(
-            f"define void @{self.name}(ptr noalias %x, ptr noalias %u, ptr noalias %w, ptr noalias %s{epilogue}, ptr noalias %out) {{"
-        )
+        epilogue = tile_epilogue.parameters_and_out(self.epilogue)
+        self.define(f"define void @{self.name}(ptr noalias %x, ptr noalias %u, ptr noalias %w, ptr noalias %s{epilogue}) {{")
 
         first, end = output_rows.row_range(self.name, self.out_h)  # first even: a tile row's
 

@@ -8,11 +8,14 @@
 
 Functions keep their names and get external linkage, so the JIT can find them. Pointer
 (memref) arguments are marked `noalias` and aligned to `alignment` bytes (0: no alignment
-claim): callers must pass non-overlapping buffers aligned that much, which the JIT checks.
+claim): callers must pass non-overlapping buffers aligned that much, which the JIT checks. The
+arguments paired in a kernel's `graph.may_overwrite` (a result and the input it may be written
+over, `linalg/abi.py`) are not `noalias`: the runtime may pass them one buffer.
 """
 
 from dataclasses import dataclass
 
+from graphopt.lowering.linalg.abi import overwrites
 from graphopt.lowering.llvm_types import (
     convert_block_arguments,
     llvm_operands,
@@ -53,10 +56,10 @@ def result_type(types: tuple[Attribute, ...], where: str) -> Attribute:
 class LowerFunc(RewritePattern):
     alignment: int
 
-    def argument_attributes(self, type_: Attribute) -> DictionaryAttr:
+    def argument_attributes(self, type_: Attribute, shared: bool) -> DictionaryAttr:
         if not isinstance(type_, MemRefType):
             return DictionaryAttr({})
-        attributes: dict[str, Attribute] = {"llvm.noalias": UnitAttr()}
+        attributes: dict[str, Attribute] = {} if shared else {"llvm.noalias": UnitAttr()}
         if self.alignment:
             attributes["llvm.align"] = IntegerAttr(self.alignment, i64)
         return DictionaryAttr(attributes)
@@ -67,6 +70,7 @@ class LowerFunc(RewritePattern):
         signature = llvm.LLVMFunctionType(
             [llvm_type(t) for t in inputs], result_type(op.function_type.outputs.data, op.sym_name.data)
         )
+        shared = {position for pair in overwrites(op) for position in pair}
         body = rewriter.move_region_contents_to_new_regions(op.body)
         if body.blocks:
             convert_block_arguments(body.blocks.first)
@@ -75,7 +79,7 @@ class LowerFunc(RewritePattern):
             signature,
             linkage=llvm.LinkageAttr("external"),
             body=body,
-            other_props={"arg_attrs": ArrayAttr([self.argument_attributes(t) for t in inputs])},
+            other_props={"arg_attrs": ArrayAttr([self.argument_attributes(t, i in shared) for i, t in enumerate(inputs)])},
         )
         rewriter.replace(op, new_op)
 

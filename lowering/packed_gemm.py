@@ -224,6 +224,16 @@ def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:
     return strided_ukernel_ir(name_, math.prod(a_type.get_shape()[:-1]), a_type.get_shape()[-1], out_type.get_shape()[-1])
 
 
+def writes_over_residual(name_: str, types: Sequence[MemRefType]) -> bool:
+    """Whether the row-major-b ukernel `name_` on (b, a, <the tile epilogue's operands>, out) of
+    these types stays correct with out the buffer of its epilogue's residual: where k runs in
+    one block in the call and in any chunk of it (k at most DEPTH and CONFLICT_DEPTH,
+    `_Ukernel._depth`), each tile reads its residual lines, then stores out's; with more
+    blocks, out holds partial sums before the last block reads the residual."""
+    k = math.prod(types[1].get_shape()[1:])
+    return is_row_major(name_) and k <= min(depth for depth in (DEPTH, CONFLICT_DEPTH) if depth)
+
+
 def strided_ukernel_ir(name_: str, rows: int, k: int, n: int, a_stride: int | None = None, out_stride: int | None = None) -> str:
     """LLVM IR defining `void @name_(ptr a, ptr b_panels, ptr out)`: out = a @ b on b's panels,
     a's rows `a_stride` floats apart and out's `out_stride` floats apart (default k and n)."""
@@ -409,8 +419,7 @@ class _Ukernel(LLVMText):
 
     def _main(self) -> None:
         if self.layout == ROW_MAJOR:
-            epilogue = tile_epilogue.parameters(self.epilogue, "noalias ")
-            self.define(f"define void @{self.name}(ptr noalias %b, ptr noalias %a{epilogue}, ptr noalias %out) {{")
+            self.define(f"define void @{self.name}(ptr noalias %b, ptr noalias %a{tile_epilogue.parameters_and_out(self.epilogue)}) {{")
         else:
             self.define(f"define void @{self.name}(ptr noalias %a, ptr noalias %b, ptr noalias %out) {{")
         depth = self._depth()

@@ -95,6 +95,15 @@ def parameters(steps: Sequence[Step], attributes: str = "") -> str:
     return "".join(f", ptr {attributes}%{name}" for name in names)
 
 
+def parameters_and_out(steps: Sequence[Step]) -> str:
+    """`parameters`, then out's, of a ukernel that may write out over its residual
+    (`ukernels.writes_over_residual`): each `noalias` but the residual and out, which the
+    runtime may pass as one buffer (`linalg/abi.py`, `OVERWRITES_ATTR`)."""
+    shared = reads_residual(steps)
+    per_channel = "".join(f", ptr noalias %p{i}" for i in range(per_channel_count(steps)))
+    return per_channel + (", ptr %r, ptr %out" if shared else ", ptr noalias %out")
+
+
 def arguments(text: LLVMText, steps: Sequence[Step], channel: str, out_tile: str) -> str:
     """The arguments for `parameters` of a tile function whose out pointer is `out_tile` (a
     pointer into the ukernel's %out) and whose first output channel is `channel`: the

@@ -107,6 +107,20 @@ def operands(ukernel_call: func.CallOp) -> CallOperands:
     return CallOperands(first, data, (*w, *(v for v in epilogue if v not in residual)), (*residual, out), scratch)
 
 
+def writes_over_residual(ukernel_call: func.CallOp) -> bool:
+    """Whether `ukernel_call` reads a residual (its tile epilogue's operand of out's type) and
+    stays correct with out that residual's buffer: its kind says so for its name and types
+    (`conv_lanes`, `conv_winograd`, the conv GEMM: `writes_over_residual`); the other kinds are
+    not asked (the direct and depthwise convs: not measured)."""
+    name = ukernel_call.callee.string_value()
+    kind = _kind(name)
+    return (
+        kind in (conv_lanes, conv_winograd, packed_gemm)
+        and len(operands(ukernel_call).like_out) == 2
+        and kind.writes_over_residual(name, [v.type for v in ukernel_call.arguments])
+    )
+
+
 def sliced_by_rows(ukernel_call: func.CallOp) -> set[SSAValue]:
     """The operands a row chunk of `ukernel_call` slices by rows of out: out, the epilogue's
     residual and the first operand (a's rows, x's images), but not a batched GEMM's a whose

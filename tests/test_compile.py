@@ -368,6 +368,25 @@ def test_same_array_objects_changed_in_place_between_calls():
         compare(out, graphopt.interpret(module, *inputs), F32_REDUCE)
 
 
+def test_out_arrays_that_share_memory_with_an_argument_or_each_other_are_refused():
+    """A step may read an argument after another wrote a result: an out= array sharing memory
+    with an argument (or another out= array) would be a silently wrong result."""
+    b = GraphBuilder()
+    x = b.input("x", [4, 8])
+    module = b.finish(b.relu(b.exp(x)), b.softmax(x))
+    executable = graphopt.compile(module)
+    inputs = sample("4x8xf32", 1)
+    fresh = [aligned_empty((4, 8), np.float32) for _ in range(2)]
+    executable(inputs, out=fresh)
+    compare(fresh, graphopt.interpret(module, inputs), F32_REDUCE)
+    with pytest.raises(graphopt.GraphoptError, match=r"out\[1\] shares memory with argument 0"):
+        executable(inputs, out=[fresh[0], inputs])
+    with pytest.raises(graphopt.GraphoptError, match=r"out\[0\] shares memory with out\[1\]"):
+        executable(inputs, out=[fresh[0], fresh[0]])
+    with pytest.raises(graphopt.GraphoptError, match=r"out= needs 2 arrays, got 1"):
+        executable(inputs, out=[fresh[0]])
+
+
 def test_native_runs_are_broken_by_steps_called_from_python():
     """cpu kernels run from native code; a reference step between them is called from Python."""
     b = GraphBuilder()

@@ -15,6 +15,7 @@ import graphopt
 from graphopt.backends.measure import random_arrays
 from graphopt.builder import GraphBuilder
 from graphopt.runtime import arrays
+from graphopt.runtime.saved import FORMAT_VERSION
 from graphopt.runtime.thread_pool import usable_cores
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -162,7 +163,7 @@ def test_another_format_version_is_refused(tmp_path):
     rewrite_manifest(path, version=99)
     with pytest.raises(graphopt.GraphoptError, match="format version 99"):
         graphopt.load(path)
-    rewrite_manifest(path, version=1, threads=0)
+    rewrite_manifest(path, version=FORMAT_VERSION, threads=0)
     with pytest.raises(graphopt.GraphoptError, match="threads"):
         graphopt.load(path)
 

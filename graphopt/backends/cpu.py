@@ -33,7 +33,7 @@ from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy
 from graphopt.errors import GraphoptError
 from graphopt.lowering.convert_graph_to_linalg import kernel_names, lower_group
-from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR, Group, Unsupported
+from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR, Group, Unsupported, overwrites
 from graphopt.lowering.linalg.schedule import packed_matmuls
 from graphopt.lowering.pipelines import CPU
 from graphopt.lowering.share_kernel_code import code_names
@@ -91,8 +91,9 @@ class CpuBackend(Backend):
         CPU.apply(module, "kernels", threads=threads)
         code = code_names(module)
         plans: dict[str, KernelPlan] = {}
-        for name, kernel, values in zip(names, kernels, constants):
-            plans[name] = plans[code[name]].sharing_code_with(name, values) if name in code else KernelPlan.of(kernel, values)
+        for name, kernel, values, group in zip(names, kernels, constants, groups):
+            plans[name] = (plans[code[name]].sharing_code_with(name, values) if name in code
+                           else KernelPlan.of(kernel, values, len(group.results)))
         return _bind(list(plans.values()), compile_module(module, alignment=ALIGNMENT), threads)
 
     def save_kernels(self, kernels: Sequence[CpuKernel]) -> SavedKernels | None:
@@ -106,7 +107,7 @@ class CpuBackend(Backend):
                             "result": None if kernel.result is None else str(kernel.result)}
                      for name, kernel in compiled.items()}
         plans = [{"name": k.plan.name, "code": k.plan.code, "chunks": k.plan.chunks, "row_bytes": k.plan.row_bytes,
-                  "constants": len(k.plan.constants)} for k in kernels]
+                  "constants": len(k.plan.constants), "may_overwrite": list(k.plan.may_overwrite.items())} for k in kernels]
         info = {"metadata": compiled.entry.metadata, "functions": functions, "plans": plans,
                 "threads": entries.pool.threads if entries is not None else 1}
         arrays = {"machine_code": np.frombuffer(compiled.entry.machine_code, dtype=np.uint8)}
@@ -129,7 +130,7 @@ class CpuBackend(Backend):
         plans = [
             KernelPlan(plan["name"], plan["code"], [aligned_array(arrays[f"kernel{index}_constant{i}"], alignment=CACHE_LINE)
                                                    for i in range(plan["constants"])],
-                       [tuple(chunk) for chunk in plan["chunks"]], tuple(plan["row_bytes"]))
+                       [tuple(chunk) for chunk in plan["chunks"]], tuple(plan["row_bytes"]), dict(plan["may_overwrite"]))
             for index, plan in enumerate(info["plans"])
         ]
         return _bind(plans, compiled, info["threads"])
@@ -172,16 +173,21 @@ class KernelPlan:
     """One kernel after the `kernels` stage: its constant arguments and its row chunks."""
 
     def __init__(self, name: str, code: str, constants: list[np.ndarray], chunks: list[tuple[str, int]],
-                 row_bytes: tuple[int, ...]):
+                 row_bytes: tuple[int, ...], may_overwrite: dict[int, int]):
         self.name = name
         self.code = code
         """The name of the compiled function holding the kernel's code."""
         self.constants = constants
         self.chunks, self.row_bytes = chunks, row_bytes
+        self.may_overwrite = may_overwrite
+        """{result index: input index} of each result the kernel may write over an input (`graph.may_overwrite`)."""
 
     @staticmethod
-    def of(kernel: FuncOp, constants: list[np.ndarray]) -> KernelPlan:
-        return KernelPlan(kernel.sym_name.data, kernel.sym_name.data, constants, *row_chunks(kernel))
+    def of(kernel: FuncOp, constants: list[np.ndarray], results: int) -> KernelPlan:
+        """The plan of `kernel`, the function of a group of `results` results."""
+        first_result = len(kernel.function_type.inputs) - results
+        may_overwrite = {result - first_result: input_ for result, input_ in overwrites(kernel)}
+        return KernelPlan(kernel.sym_name.data, kernel.sym_name.data, constants, *row_chunks(kernel), may_overwrite)
 
     def sharing_code_with(self, name: str, constants: list[np.ndarray]) -> KernelPlan:
         """The plan of kernel `name`, an alias of this plan's (share-kernel-code): it runs this
@@ -222,6 +228,7 @@ class CpuKernel:
         self.constants = plan.constants
         self.chunks = plan.chunks
         """(chunk function, first row unit) of each row chunk (split-rows); none: one call."""
+        self.may_overwrite = plan.may_overwrite
         self.native = NativeEntry(address, tuple(plan.constants))
         self.function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * arguments)(address)
 

@@ -5,6 +5,7 @@ Executable's host buffers and for a device run's device buffers.
     plan.sizes        # [bytes of buffer 0, ...]
     plan.buffer_of    # {value: buffer index} for every produced value not in `unplanned`
     plan.offset_of    # {value: byte offset in its buffer} for values planned as slices
+    plan.overwritten  # {result: the input of its step it is written over}
 
 A value's buffer is free again once the last step reading it has run; the next value takes the
 smallest free buffer it fits, or a new one.
@@ -21,12 +22,23 @@ Concats in place nest: an input that is itself such a concat's result is a slice
 result, and so are its inputs (a DenseNet block, `%c2 = concat(%c1, %a2)` after `%c1 =
 concat(%x, %a1)`, is one buffer from `%x` on, each layer writing its slice). A buffer is free
 again once the last step reading any value planned in it has run.
+
+A step whose kernel may write a result over one of its inputs (`overwrites`: {result index:
+input index}, the kernel's `may_overwrite`; a conv whose tile epilogue adds a residual reads
+each residual element before it stores that element of out) takes that input's buffer for the
+result where the input dies there: read by no later step, read once by this one, a whole
+buffer of the result's size (not a slice of a concat, not an argument, a constant or a
+result). The result is then written where the input's lines still are in cache, and no other
+buffer is touched (a ResNet bottleneck's last 1x1 and its shortcut add):
+
+    %y = conv + bias + %r + relu     (shapes 1x256x56x56; %r read by nothing after)
+    buffer_of[%y] == buffer_of[%r]
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence, Set
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -55,12 +67,17 @@ class BufferPlan:
     offset_of: dict[SSAValue, int]
     """Where in its buffer each value planned as a slice of an in-place concat's result starts
     (bytes); a value not here starts at 0."""
+    overwritten: dict[SSAValue, SSAValue]
+    """Each result written over an input of its step (`overwrites`), with that input."""
 
 
-def plan_buffers(steps: Sequence[PlannedStep], unplanned: Set[SSAValue], in_place: Set[int] = frozenset()) -> BufferPlan:
+def plan_buffers(steps: Sequence[PlannedStep], unplanned: Set[SSAValue], in_place: Set[int] = frozenset(),
+                 overwrites: Mapping[int, Mapping[int, int]] = {}) -> BufferPlan:
     """A buffer for every value the steps produce, except those in `unplanned` (the caller gives
     them memory of their own: results, values copied out), reused by liveness; the concats at
-    the indices `in_place` (from `in_place_concats`) get their inputs as slices of their result."""
+    the indices `in_place` (from `in_place_concats`) get their inputs as slices of their result;
+    the step at index i writes its result j over its input k, where k dies there, for each j: k
+    of `overwrites[i]`."""
     slice_of = _slices(steps, in_place)
 
     def whole(value: SSAValue) -> SSAValue:
@@ -74,9 +91,27 @@ def plan_buffers(steps: Sequence[PlannedStep], unplanned: Set[SSAValue], in_plac
     sizes: list[int] = []
     buffer_of: dict[SSAValue, int] = {}
     offset_of: dict[SSAValue, int] = {}
+    overwritten: dict[SSAValue, SSAValue] = {}
+
+    def dying_input(index: int, position: int, result: SSAValue) -> SSAValue | None:
+        """The input at `position` of step `index`, when `result` can take its buffer."""
+        value = steps[index].inputs[position]
+        whole_buffer = value in buffer_of and value not in slice_of and value not in overwritten.values()
+        return value if (
+            whole_buffer
+            and last_use[value] == index
+            and steps[index].inputs.count(value) == 1
+            and value_nbytes(value) == value_nbytes(result)
+        ) else None
+
     for index, step in enumerate(steps):
-        for value in step.outputs:
+        for position, value in enumerate(step.outputs):
             if value in unplanned or value in buffer_of:  # an in-place concat's result: taken already
+                continue
+            over = overwrites.get(index, {}).get(position)
+            dying = None if over is None or value in slice_of else dying_input(index, over, value)
+            if dying is not None:
+                buffer_of[value], overwritten[value] = buffer_of[dying], dying
                 continue
             outer, offset = slice_of.get(value, (value, 0))
             if outer not in buffer_of:
@@ -93,9 +128,9 @@ def plan_buffers(steps: Sequence[PlannedStep], unplanned: Set[SSAValue], in_plac
             if value is not outer:
                 offset_of[value] = offset
         for value in dict.fromkeys(map(whole, step.inputs)):
-            if last_use[value] == index and value in buffer_of and value not in step.outputs:
+            if last_use[value] == index and value in buffer_of and value not in step.outputs and value not in overwritten.values():
                 free.append(buffer_of[value])
-    return BufferPlan(sizes, buffer_of, offset_of)
+    return BufferPlan(sizes, buffer_of, offset_of, overwritten)
 
 
 def _slices(steps: Sequence[PlannedStep], in_place: Set[int]) -> dict[SSAValue, tuple[SSAValue, int]]:

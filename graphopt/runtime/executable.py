@@ -49,7 +49,9 @@ from graphopt.runtime.saved import SavedKernels, write_saved
 
 class Kernel(Protocol):
     """What a backend's `compile` returns for a group, and all the Executable knows of it. A
-    kernel that is one native function says so with a `native` attribute (a `NativeEntry`)."""
+    kernel that is one native function says so with a `native` attribute (a `NativeEntry`); one
+    that may write a result over an input's buffer, with a `may_overwrite` attribute ({result
+    index: input index}; the buffer plan takes it where the input dies: `plan_buffers`)."""
 
     def __call__(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> None:
         """Compute the group's outputs into `outputs` (C-contiguous, 16-byte aligned arrays)."""
@@ -155,8 +157,12 @@ class Executable:
                      for value in step.outputs if value not in exported}
         in_place = {index for index in in_place_concats(self.steps, returned | on_device)
                     if _native(self.steps[index]) is not None}
-        plan = plan_buffers(self.steps, unplanned=returned | on_device, in_place=in_place)
+        overwrites = {index: step.kernel.may_overwrite for index, step in enumerate(self.steps)
+                      if getattr(step.kernel, "may_overwrite", None)}
+        plan = plan_buffers(self.steps, unplanned=returned | on_device, in_place=in_place, overwrites=overwrites)
         self.buffer_sizes, self.buffer_of, self.offset_of = plan.sizes, plan.buffer_of, plan.offset_of
+        self.overwritten = plan.overwritten
+        """Each result its step writes over one of its inputs (`plan_buffers`), with that input."""
         self.in_place_steps = {self.steps[index].name for index in in_place}
         """The names of the concats whose producers write their result in place
         (`in_place_concats`): they are never run."""
@@ -205,10 +211,11 @@ class Executable:
     def __call__(self, *arrays, out: Sequence[np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
         """Run on `arrays`; results are fresh arrays, or written into `out` (one per result)."""
         frame = self._frame()
-        for slot, array in zip(self.argument_slots, self._arguments(arrays)):
+        arguments = self._arguments(arrays)
+        for slot, array in zip(self.argument_slots, arguments):
             if frame.bind(slot, array) % ALIGNMENT or not array.flags.c_contiguous:
                 frame.bind(slot, aligned_array(array, alignment=ALIGNMENT))  # a copy kernels can read
-        results = self._result_arrays(out)
+        results = self._result_arrays(out, arguments)
         for index, (slot, array) in enumerate(zip(self.result_slots, results)):
             address = frame.bind(slot, array) if slot is not None else array.ctypes.data
             if address % ALIGNMENT:
@@ -278,7 +285,7 @@ class Executable:
             return arrays
         return check_arguments(self.function, arrays)
 
-    def _result_arrays(self, out: Sequence[np.ndarray] | None) -> Sequence[np.ndarray]:
+    def _result_arrays(self, out: Sequence[np.ndarray] | None, arguments: Sequence[np.ndarray]) -> Sequence[np.ndarray]:
         if out is None:
             return tuple(aligned_empty(shape, dtype, alignment=CACHE_LINE) for shape, dtype in self.result_types)
         if len(out) != len(self.results):
@@ -287,6 +294,10 @@ class Executable:
             if not (isinstance(array, np.ndarray) and array.shape == shape and array.dtype == dtype
                     and array.flags.c_contiguous and array.flags.writeable):
                 raise GraphoptError(self._bad_out_message(index))
+            for other, what in [*((a, f"argument {i}") for i, a in enumerate(arguments)),
+                                *((o, f"out[{i}]") for i, o in enumerate(out) if i != index)]:
+                if np.may_share_memory(array, other):
+                    raise GraphoptError(f"out[{index}] shares memory with {what}: pass arrays that share none")
         return out
 
     def _bad_out_message(self, index: int) -> str:
@@ -332,14 +343,17 @@ class Executable:
 
     def report(self) -> str:
         """One line per step: its name, where it runs, the native run that calls it (or that it
-        is a concat planned in place), and for a step not on the first backend asked for, why."""
+        is a concat planned in place), the inputs it writes its results over, and for a step
+        not on the first backend asked for, why."""
         lines = []
         for step, placed in zip(self.steps, self.placement()):
             run = ("  [in place: its inputs' producers write it]" if step.name in self.in_place_steps
                    else f"  [native run {step.native_run}]" if step.native_run is not None
                    else f"  [device run {step.device_run}]" if step.device_run is not None else "")
+            over = "".join(f"  [result {i} over input {step.inputs.index(self.overwritten[v])}]"
+                           for i, v in enumerate(step.outputs) if v in self.overwritten)
             why = f"  ({placed.reason})" if placed.reason else ""
-            lines.append(f"{placed.step:<40} {placed.backend}{run}{why}")
+            lines.append(f"{placed.step:<40} {placed.backend}{run}{over}{why}")
         return "\n".join(lines)
 
 

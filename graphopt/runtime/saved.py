@@ -40,7 +40,7 @@ from graphopt.errors import GraphoptError
 from graphopt.parsing import parse_text
 
 FORMAT = "graphopt-executable"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 ZIP_MAGIC = b"PK"
 """How a zip (so an .npz, and a saved Executable) starts: a member's header, or an empty zip's end record."""
 HOST_FIELDS = ("graphopt", "llvmlite", "llvm", "cpu", "cpu_features", "triple")

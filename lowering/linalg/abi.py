@@ -3,13 +3,23 @@
 `conv_lanes`, packed by the lowering, also a `graph.constant`), the packed panels of the constant b
 of each matmul run as the packed GEMM (`graph.pack_panels` = b until the pack-weights pass
 packs it into a `graph.constant`, `PACK_ARG_ATTR`) and one buffer per result (`KERNEL_ATTR`).
+
+A kernel that stays correct when a result's buffer is one of its inputs' says so with
+`graph.may_overwrite` (`OVERWRITES_ATTR`: pairs of argument positions, the result's then the
+input's); the runtime may then pass it one buffer for both, so neither argument is `noalias` in
+LLVM (a conv whose tile epilogue adds the residual %r, `linalg/conv.py`):
+
+    func.func @fused_conv2d_add_add_relu_0(%x: memref<1x64x56x56xf32>, %r: memref<1x256x56x56xf32>,
+        %w: memref<16x64x1x1x16xf32>, %bias: memref<256x1x1xf32>, %out: memref<1x256x56x56xf32>)
+        attributes {graph.kernel, graph.may_overwrite = array<i64: 4, 1>}
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
+from xdsl.dialects.builtin import DenseArrayBase, DenseIntOrFPElementsAttr
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 
 from graphopt.dialects import graph
@@ -18,6 +28,15 @@ from graphopt.dialects import graph
 KERNEL_ATTR = "graph.kernel"
 CONSTANT_ARG_ATTR = "graph.constant"
 PACK_ARG_ATTR = "graph.pack_panels"
+OVERWRITES_ATTR = "graph.may_overwrite"
+
+
+def overwrites(kernel: FuncOp) -> list[tuple[int, int]]:
+    """(result argument, input argument) positions of each result the kernel may write over an
+    input (`OVERWRITES_ATTR`)."""
+    pairs = kernel.attributes.get(OVERWRITES_ATTR)
+    values = pairs.get_values() if isinstance(pairs, DenseArrayBase) else ()
+    return list(zip(values[::2], values[1::2]))
 
 
 class Unsupported(Exception):

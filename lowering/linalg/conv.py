@@ -14,7 +14,7 @@ from xdsl.ir import SSAValue
 from xdsl.ir.affine import AffineExpr
 
 from graphopt.dialects import graph
-from graphopt.lowering import conv_lanes, conv_winograd, depthwise_conv, direct_conv, packed_gemm, ukernels
+from graphopt.lowering import conv_lanes, conv_winograd, depthwise_conv, direct_conv, packed_gemm, tile_epilogue, ukernels
 from graphopt.lowering.linalg.indexing import dims_of, shape_of
 from graphopt.lowering.linalg.reduction import CONTRACT, REASSOC_CONTRACT
 from graphopt.lowering.linalg.scalar import element_of
@@ -95,34 +95,29 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
         epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
         scratch = kernel.temporary(conv_winograd.scratch_shape(shape_of(op.x)[1], shape_of(out)), element_of(out))
         operands = [padded, kernel.packed_w[op], kernel.materialize(op.w), scratch, *epilogue_operands, out]
-        kernel.builder.insert(ukernels.call(conv_winograd.name([v.type for v in operands], epilogue), operands))
-        return bool(epilogue)
+        return _call_ukernel(kernel, conv_winograd.name([v.type for v in operands], epilogue), operands, epilogue)
     if ukernel == "lanes":
         phases, row = (kernel.materialize(op.x), shape_of(op.x)[3]) if _reads_x_in_place(op) else _conv_phases(kernel, op)
         epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
         operands = [phases, kernel.packed_w[op], *epilogue_operands, out]
         name = conv_lanes.name([v.type for v in operands], row, op.get("dilations"), epilogue)
-        kernel.builder.insert(ukernels.call(name, operands))
-        return bool(epilogue)
+        return _call_ukernel(kernel, name, operands, epilogue)
     if ukernel == "depthwise":
         epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
         operands = [kernel.materialize(op.x), kernel.materialize(op.w), *epilogue_operands, out]
         attributes = (op.get(key) for key in ("strides", "dilations", "padding"))
         name = depthwise_conv.name([v.type for v in operands], *attributes, epilogue)
-        kernel.builder.insert(ukernels.call(name, operands))
-        return bool(epilogue)
+        return _call_ukernel(kernel, name, operands, epilogue)
     if ukernel == "gemm":
         epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
         operands = [_gemm_b(kernel, op), kernel.materialize(op.w), *epilogue_operands, out]
-        kernel.builder.insert(ukernels.call(packed_gemm.row_major_name([v.type for v in operands], epilogue), operands))
-        return bool(epilogue)
+        return _call_ukernel(kernel, packed_gemm.row_major_name([v.type for v in operands], epilogue), operands, epilogue)
     if ukernel == "direct":
         phases, row = _conv_phases(kernel, op, direct_conv.SLACK)
         epilogue, epilogue_operands = kernel.schedule.tile_epilogue(kernel, op) or ((), [])
         operands = [phases, kernel.materialize(op.w), *epilogue_operands, out]
         name = direct_conv.name([v.type for v in operands], row, op.get("dilations"), epilogue)
-        kernel.builder.insert(ukernels.call(name, operands))
-        return bool(epilogue)
+        return _call_ukernel(kernel, name, operands, epilogue)
     batch, channels, out_h, out_w = shape_of(op.result)
     _, group_channels, kernel_h, kernel_w = shape_of(op.w)
     (sh, sw), (dh, dw) = op.get("strides"), op.get("dilations")
@@ -154,6 +149,17 @@ def lower_conv2d(kernel: Kernel, op: graph.Conv2dOp, out: SSAValue) -> bool:
     position = (o, AffineExpr.constant(0)) if block == 1 else (o // block, o % block)
     body.finish([body.read(acc, (n, *position, oh * row + ow))])
     return False
+
+
+def _call_ukernel(kernel: Kernel, name: str, operands: Sequence[SSAValue], epilogue: Sequence[tile_epilogue.Step]) -> bool:
+    """Call ukernel `name` on `operands` (out last); whether it applies an epilogue (it wrote the
+    group's result). Where the epilogue reads a residual that the ukernel may write out over
+    (`ukernels.writes_over_residual`), the kernel may overwrite it (`Kernel.may_overwrite`)."""
+    call = kernel.builder.insert(ukernels.call(name, operands))
+    if ukernels.writes_over_residual(call):
+        residual, out = ukernels.operands(call).like_out
+        kernel.may_overwrite(out, residual, call)
+    return bool(epilogue)
 
 
 def _reads_x_in_place(op: graph.Conv2dOp) -> bool:

@@ -12,6 +12,7 @@ from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
+    DenseArrayBase,
     DictionaryAttr,
     FloatAttr,
     IndexType,
@@ -32,7 +33,7 @@ from graphopt.dialects import graph
 from graphopt.dialects.attributes import dense_to_numpy, is_float, is_splat
 from graphopt.lowering import packed_gemm
 from graphopt.lowering.pack_weights import PACKED_CONV_UKERNELS, READS_UNPACKED_W, packed_conv_weights
-from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR, KERNEL_ATTR, PACK_ARG_ATTR, Unsupported
+from graphopt.lowering.linalg.abi import CONSTANT_ARG_ATTR, KERNEL_ATTR, OVERWRITES_ATTR, PACK_ARG_ATTR, Unsupported
 from graphopt.lowering.linalg.indexing import INDEX_RULES, SELECTING_RULES, dims_of, operand_indices, shape_of
 from graphopt.lowering.linalg.scalar import SCALAR_BUILDERS, element_of
 
@@ -270,6 +271,9 @@ class Kernel:
         self.results = args[constants_end + len(weights) :]
         self.temporaries: list[SSAValue] = []
         self.extents: dict[int, SSAValue] = {}
+        self.overwrites: list[tuple[SSAValue, SSAValue, Operation]] = []
+        """(result buffer, input buffer, the one op reading that input) of each result the
+        kernel may write over an input (`may_overwrite`)."""
 
     def loop(
         self, bounds: Sequence[int], outputs: Sequence[tuple[SSAValue, Index]], reduced: set[int] = frozenset()
@@ -377,6 +381,14 @@ class Kernel:
             self.buffers[value] = buffer
         return self.buffers[value]
 
+    def may_overwrite(self, result: SSAValue, input_: SSAValue, reader: Operation) -> None:
+        """Let the runtime pass result buffer `result` as input buffer `input_` (`OVERWRITES_ATTR`):
+        `reader` reads each element of `input_` before it writes that element of `result`, and
+        writes `result` nowhere else. Kept (at `finish`) where `input_` is an input argument that
+        `reader` reads once and nothing else reads."""
+        if result in self.results and input_ in self.block.args[: len(self.group.inputs)]:
+            self.overwrites.append((result, input_, reader))
+
     def finish(self) -> func.FuncOp:
         """The kernel function. Its panel arguments name the b they pack (`PACK_ARG_ATTR`); the
         pack-weights pass packs them (a 768x3072 b takes about 10 ms: not while placing)."""
@@ -394,4 +406,11 @@ class Kernel:
             arg_attrs[position] = {PACK_ARG_ATTR: self.group.constant_value(b)}
         if self.constant_args or self.weights:
             kernel.arg_attrs = ArrayAttr([DictionaryAttr(a) for a in arg_attrs])
+        overwrites = [
+            (result.index, input_.index)
+            for result, input_, reader in self.overwrites
+            if [use.operation for use in input_.uses] == [reader]
+        ]
+        if overwrites:
+            kernel.attributes[OVERWRITES_ATTR] = DenseArrayBase.from_list(i64, [p for pair in overwrites for p in pair])
         return kernel

@@ -87,3 +87,40 @@ func.func @main(%x: tensor<1x8x5x8xf32>, %w: tensor<16x2x1x1xf32>, %b: tensor<16
   %2 = graph.relu %1 : tensor<1x16x5x8xf32>
   func.return %2 : tensor<1x16x5x8xf32>
 }
+
+// -----
+
+// A conv whose epilogue adds a residual of out's shape (%r, an input of the group) may write out
+// over it (`graph.may_overwrite`: argument 4, out, over argument 3, %r): the GEMM's tiles read the
+// residual's lines before storing out's where k runs in one block, as 9 here. So may the chunks.
+// CHECK-LABEL: func.func @fused_conv2d_add_relu_0(%0: memref<1x9x5x7xf32>, %1: memref<13x9x1x1xf32>, %2: memref<13x1x1xf32>, %3: memref<1x13x5x7xf32>, %4: memref<1x13x5x7xf32>)
+// CHECK-SAME:    graph.may_overwrite = array<i64: 4, 3>
+// CHECK-NEXT:    func.call @graphopt_sgemm_rowmajor_eaddAP0.addS0R.maxS1C00000000_1x9x5x7_13x9x1x1_13x1x1_1x13x5x7_1x13x5x7(%0, %1, %2, %3, %4)
+// SPLIT-LABEL: func.func @fused_conv2d_add_relu_0_rows5(
+// SPLIT-SAME:    graph.may_overwrite = array<i64: 4, 3>
+func.func @main(%x: tensor<1x9x5x7xf32>, %r: tensor<1x13x5x7xf32>, %w: tensor<13x9x1x1xf32>, %b: tensor<13x1x1xf32>) -> tensor<1x13x5x7xf32> {
+  %0 = graph.conv2d %x, %w : (tensor<1x9x5x7xf32>, tensor<13x9x1x1xf32>) -> tensor<1x13x5x7xf32>
+  %1 = graph.add %0, %b : (tensor<1x13x5x7xf32>, tensor<13x1x1xf32>) -> tensor<1x13x5x7xf32>
+  %2 = graph.add %1, %r : (tensor<1x13x5x7xf32>, tensor<1x13x5x7xf32>) -> tensor<1x13x5x7xf32>
+  %3 = graph.relu %2 : tensor<1x13x5x7xf32>
+  func.return %3 : tensor<1x13x5x7xf32>
+}
+
+// -----
+
+// With k of 300, more than one block of 256 (`packed_gemm.DEPTH`), out holds partial sums before
+// the last block reads the residual: no graph.may_overwrite. Nor where the conv reads the
+// residual too (x is %r: a 1x1 of stride 1 reads x in place).
+// CHECK-LABEL: func.func @fused_conv2d_add_0(%0: memref<1x300x2x3xf32>, %1: memref<4x300x1x1xf32>, %2: memref<1x4x2x3xf32>, %3: memref<1x4x2x3xf32>)
+// CHECK-NOT:     graph.may_overwrite
+// CHECK-SAME:    {
+// CHECK-LABEL: func.func @fused_conv2d_add_1(%0: memref<1x4x2x3xf32>, %1: memref<4x4x1x1xf32>, %2: memref<1x4x2x3xf32>)
+// CHECK-NOT:     graph.may_overwrite
+// CHECK-SAME:    {
+func.func @main(%x: tensor<1x300x2x3xf32>, %w: tensor<4x300x1x1xf32>, %r: tensor<1x4x2x3xf32>, %v: tensor<4x4x1x1xf32>) -> (tensor<1x4x2x3xf32>, tensor<1x4x2x3xf32>) {
+  %0 = graph.conv2d %x, %w : (tensor<1x300x2x3xf32>, tensor<4x300x1x1xf32>) -> tensor<1x4x2x3xf32>
+  %1 = graph.add %0, %r : (tensor<1x4x2x3xf32>, tensor<1x4x2x3xf32>) -> tensor<1x4x2x3xf32>
+  %2 = graph.conv2d %r, %v : (tensor<1x4x2x3xf32>, tensor<4x4x1x1xf32>) -> tensor<1x4x2x3xf32>
+  %3 = graph.add %2, %r : (tensor<1x4x2x3xf32>, tensor<1x4x2x3xf32>) -> tensor<1x4x2x3xf32>
+  func.return %1, %3 : tensor<1x4x2x3xf32>, tensor<1x4x2x3xf32>
+}

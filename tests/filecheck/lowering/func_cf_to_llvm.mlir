@@ -30,6 +30,13 @@ func.func @kernel(%a: memref<8xf32>, %n: index) {
 
 // NOALIGN:     llvm.func @kernel(%a: !llvm.ptr {llvm.noalias}, %n: i64)
 
+// A result and the input it may be written over (`graph.may_overwrite`: out, then r) are not noalias.
+func.func @overwriting(%s: memref<4xf32>, %r: memref<4xf32>, %out: memref<4xf32>) attributes {graph.may_overwrite = array<i64: 2, 1>} {
+  func.return
+}
+// CHECK:       llvm.func @overwriting(%s: !llvm.ptr {llvm.noalias, llvm.align = 64 : i64}, %r: !llvm.ptr {llvm.align = 64 : i64}, %out: !llvm.ptr {llvm.align = 64 : i64})
+// NOALIGN:     llvm.func @overwriting(%s: !llvm.ptr {llvm.noalias}, %r: !llvm.ptr, %out: !llvm.ptr)
+
 // CHAIN-NOT:   unrealized_conversion_cast
 // CHAIN:       llvm.func @kernel(%a: !llvm.ptr {llvm.noalias, llvm.align = 64 : i64}, %n: i64)
 // CHAIN:         %[[P:.*]] = llvm.getelementptr inbounds %a[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
