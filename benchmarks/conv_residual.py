@@ -85,7 +85,7 @@ def compare(channels: int, out_channels: int, size: int, threads: int, seconds: 
         x, residual, out = next(rotations[side])
         executables[side](x, residual, out=[out])
 
-    def over_residual():  # the kernel itself: an Executable refuses an out that overlaps an argument
+    def over_residual():  # the kernel itself, as the Executable calls it with the residual's buffer as out
         x, residual, _ = next(rotations["over"])
         arguments = dict(zip(executable.function.body.block.args, (x, residual)))
         step.kernel([arguments.get(v, executable.constants.get(v)) for v in step.inputs], [residual])
