@@ -41,6 +41,8 @@ from graphopt.parsing import parse_text
 
 FORMAT = "graphopt-executable"
 FORMAT_VERSION = 2
+"""2 since 2026-11-28: the cpu kernels' plans carry `may_overwrite`; a version-1 file's kernels
+were compiled with the residual and out `noalias`, so they may not be handed one buffer."""
 ZIP_MAGIC = b"PK"
 """How a zip (so an .npz, and a saved Executable) starts: a member's header, or an empty zip's end record."""
 HOST_FIELDS = ("graphopt", "llvmlite", "llvm", "cpu", "cpu_features", "triple")

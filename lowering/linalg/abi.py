@@ -7,11 +7,10 @@ packs it into a `graph.constant`, `PACK_ARG_ATTR`) and one buffer per result (`K
 A kernel that stays correct when a result's buffer is one of its inputs' says so with
 `graph.may_overwrite` (`OVERWRITES_ATTR`: pairs of argument positions, the result's then the
 input's); the runtime may then pass it one buffer for both, so neither argument is `noalias` in
-LLVM (a conv whose tile epilogue adds the residual %r, `linalg/conv.py`):
+LLVM. A conv + bias + residual + relu (`linalg/conv.py`; x, w, the bias, the residual, out):
 
-    func.func @fused_conv2d_add_add_relu_0(%x: memref<1x64x56x56xf32>, %r: memref<1x256x56x56xf32>,
-        %w: memref<16x64x1x1x16xf32>, %bias: memref<256x1x1xf32>, %out: memref<1x256x56x56xf32>)
-        attributes {graph.kernel, graph.may_overwrite = array<i64: 4, 1>}
+    func.func @fused_conv2d_add_relu_0(%0: memref<1x9x5x7xf32>, %1: memref<13x9x1x1xf32>, %2: memref<13x1x1xf32>,
+        %3: memref<1x13x5x7xf32>, %4: memref<1x13x5x7xf32>) attributes {graph.kernel, graph.may_overwrite = array<i64: 4, 3>}
 """
 
 from __future__ import annotations
