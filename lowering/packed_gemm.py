@@ -17,8 +17,9 @@ leading dims are its rows. The ukernel computes tiles of ROWS x PANEL outputs in
 element per row and issues 4 FMAs per row. k runs in blocks of DEPTH, so the block of a panel
 stays in cache while every row tile uses it (without AVX-512 blocks of CONFLICT_DEPTH on row-major
 b whose rows map to too few L1 sets); without AVX-512 many rows of a on packed b run in
-blocks of ROW_BLOCK within a k block, so that a's block stays in L2 while every panel uses it;
-loops (k block, row block, panel, row tile). Fewer rows than a tile (a dense layer at batch 1)
+blocks of ROW_BLOCK within a k block, so that a's block stays in L2 while every panel uses it,
+and with AVX-512 the rows on row-major b whose k block fits in L2 run in blocks of
+ROW_MAJOR_ROW_BLOCK (`_Ukernel._row_block`); loops (k block, row block, panel, row tile). Fewer rows than a tile (a dense layer at batch 1)
 take several panels per tile (`FEW_ROWS_PANELS`) and k in one block. The last panel holds the
 remaining columns, rounded up to 16 with zeros, and stores its last vector under a
 mask; the last row tile takes the remaining rows. Tile sizes were picked by measurement: 6x64
@@ -118,9 +119,23 @@ ROW_BLOCK = None if host_has_avx512() else 96
 ROWS_IN_L2 rows, so that a's block (ROW_BLOCK x DEPTH floats, 96 KB) stays in L2 while every
 panel passes over it, rather than a's whole k block coming from L3 for every panel: 2048 x 1024
 x 1000 ran 1.9x faster (docs/cpu-codegen.md). A multiple of ROWS. The conv GEMM (row-major b)
-measured the same either way and keeps its loops."""
+measured the same either way there (Zen 1, 96 rows); it has ROW_MAJOR_ROW_BLOCK."""
 ROWS_IN_L2 = 256
 """Rows of a whose k block (256 KB at DEPTH 256: half of Zen 1's L2) stays in L2 unblocked."""
+ROW_MAJOR_ROW_BLOCK = 24 if host_has_avx512() else None
+"""Rows of a (output channels) per block within a k block on row-major b (a conv) where b's k
+block, read again by every row block, is at most ROW_MAJOR_B_BYTES, so that it comes from L2:
+a pass over the panels then stores 24 rows of out, not all of them. A multiple of ROWS. On
+2026-11-28 (2-core Emerald Rapids, AVX-512, conv + bias + relu, 1 thread, interleaved, all rows
+-> 24): SqueezeNet's 3->64 3x3/2 stem 0.574 -> 0.475 ms, 64->256 1x1 at 56 0.772 -> 0.686 ms,
+16->128 at 55 0.218 -> 0.154 ms, 64->64 at 56 0.184 -> 0.177 ms; 12 and 48 rows did no better.
+With b's block larger, its extra reads come from L3 and cost more than they save: 256->64 at 56
+(3.2 MB) 0.754 -> 0.960 ms, 128->512 at 56 (1.6 MB) 4.02 -> 5.74 ms, 64->256 at 112 (3.2 MB)
+4.06 -> 4.59 ms. Shapes whose out fits in L2 (192->64 at 28, 32->128 at 27, 256->1024 at 14)
+ran the same either way. Without AVX-512 not measured: all rows, as before."""
+ROW_MAJOR_B_BYTES = 1536 * 1024
+"""The largest k block of row-major b (k block x n floats) read by row blocks (`ROW_MAJOR_ROW_BLOCK`):
+three quarters of Emerald Rapids' 2 MB L2."""
 FEW_ROWS_PANELS = 1 if host_has_avx512() else 6
 """Packed panels per tile when a has fewer than ROWS rows (a matrix-vector product: one row, a
 dense layer at batch 1): r rows take FEW_ROWS_PANELS // r panels, so that a tile still holds
@@ -447,13 +462,14 @@ class _Ukernel(LLVMText):
             kc = self.value(f"select i1 {short}, i64 {left}, i64 {depth}")
             flags = (self.value(f"icmp eq i64 {kb}, 0"), self.value(f"icmp eq i64 {kb}, {blocks - 1}"))
             a_k = self.pointer(a, k0)
-            block_rows = ROW_BLOCK if ROW_BLOCK and self.layout == PANELS and self.rows > ROWS_IN_L2 else self.rows
+            block_rows = self._row_block()
             full_blocks, rest_rows = divmod(self.rows, block_rows)
 
             def row_block(row: int | str, rows: int) -> None:
                 a_m = self.pointer(a_k, self._times(row, self.a_stride))
                 out_m = self.pointer(out_i, self._times(row, self.out_stride))
-                panels(a_m, out_m, b_i, k0, kc, flags, rows, channel)
+                block_channel = channel if row == 0 else self.value(f"add i64 {channel}, {row}")
+                panels(a_m, out_m, b_i, k0, kc, flags, rows, block_channel)
 
             if full_blocks == 1 and not rest_rows:
                 row_block(0, block_rows)
@@ -517,6 +533,17 @@ class _Ukernel(LLVMText):
                 return CONFLICT_DEPTH
         return DEPTH
 
+    def _row_block(self) -> int:
+        """Rows of a per block within a k block: ROW_BLOCK on packed b with more than ROWS_IN_L2
+        rows, ROW_MAJOR_ROW_BLOCK on row-major b whose k block is at most ROW_MAJOR_B_BYTES,
+        else all rows (of a group)."""
+        if self.layout == PANELS:
+            return ROW_BLOCK if ROW_BLOCK and self.rows > ROWS_IN_L2 else self.rows
+        b_block_bytes = min(self.k, self._depth()) * self.n * 4
+        if ROW_MAJOR_ROW_BLOCK and self.rows > ROW_MAJOR_ROW_BLOCK and b_block_bytes <= ROW_MAJOR_B_BYTES:
+            return ROW_MAJOR_ROW_BLOCK
+        return self.rows
+
     def _panel_group(self) -> int:
         """Packed panels per tile (`FEW_ROWS_PANELS`)."""
         return max(1, FEW_ROWS_PANELS // self.rows) if self.layout == PANELS and self.rows < ROWS else 1
@@ -533,8 +560,8 @@ class _Ukernel(LLVMText):
         self, a: str, b: str, c: str, columns: int, kc: str, flags: tuple[str, str], rows: int, channel: str,
         b_ahead: str = "0",
     ) -> None:
-        """The tiles of `rows` rows of a and c (a row block's; with an epilogue, the rows of a
-        group, from output channel `channel`: row blocks are for packed b only, which has none);
+        """The tiles of `rows` rows of a and c (a row block's; with an epilogue, from output
+        channel `channel`: the row block's first, in its group);
         `b_ahead`: floats from b to the line its tiles prefetch (`_prefetches_b`)."""
         tiles, rest = divmod(rows, ROWS)
         first, last = flags

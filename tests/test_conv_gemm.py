@@ -307,3 +307,32 @@ def test_1x1_on_rows_of_b_sharing_l1_sets_matches_interpreter(monkeypatch, confl
     assert ukernel_ir() != ir
     monkeypatch.setattr(packed_gemm, "CONFLICT_DEPTH", conflict_depth)
     check_compiled(monkeypatch, module, sample(x_shape), sample((1, 13, 8, 8), seed=4), threads=threads)
+
+
+@pytest.mark.parametrize("row_block", [24, None])
+@pytest.mark.parametrize("groups, batch, threads", [(1, 1, 1), (1, 1, 2), (1, 2, 1), (2, 1, 1), (2, 1, 2)])
+def test_row_blocks_on_row_major_b_match_interpreter(monkeypatch, row_block, groups, batch, threads):
+    """A 1x1 of 7 -> 53 channels at 9 x 11 (b's k block 7 x 99 floats), or of 2 groups of 4 -> 30:
+    with ROW_MAJOR_ROW_BLOCK 24, a group's rows in blocks of 24 and the rest (24, 24, 5; 24, 6),
+    each pass over the panels from its own output channel (the bias and the residual at the
+    block's rows); the ukernel differs from one without blocks, and from one whose b's block
+    passes ROW_MAJOR_B_BYTES, which keeps all rows. With bias, residual and relu; NaN and inf in
+    x and the residual; 1 and 2 threads (one image by chunks of output channels or of groups),
+    1 and 2 images."""
+    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
+    monkeypatch.setattr(jit, "_cache", {})
+    monkeypatch.setattr(packed_gemm, "ROW_MAJOR_ROW_BLOCK", row_block)
+    x_shape, w_shape = ((batch, 7, 9, 11), (53, 7, 1, 1)) if groups == 1 else ((batch, 8, 9, 11), (60, 4, 1, 1))
+    module = grouped_block(x_shape, w_shape, (1, 1), groups, "residual_relu")
+    (call,) = gemm_call_ops(module)
+    ukernel_ir = lambda: packed_gemm.ukernel_ir(call.callee.string_value(), [a.type for a in call.arguments])  # noqa: E731
+    ir = ukernel_ir()
+    monkeypatch.setattr(packed_gemm, "ROW_MAJOR_ROW_BLOCK", None if row_block else 24)
+    assert ukernel_ir() != ir
+    monkeypatch.setattr(packed_gemm, "ROW_MAJOR_ROW_BLOCK", 24)
+    with monkeypatch.context() as small_l2:
+        small_l2.setattr(packed_gemm, "ROW_MAJOR_B_BYTES", x_shape[1] // groups * 99 * 4 - 1)
+        assert (ukernel_ir() == ir) == (row_block is None)
+    monkeypatch.setattr(packed_gemm, "ROW_MAJOR_ROW_BLOCK", row_block)
+    out_shape = (batch, w_shape[0], 9, 11)
+    check_compiled(monkeypatch, module, sample(x_shape), sample(out_shape, seed=4), threads=threads)
