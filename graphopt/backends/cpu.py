@@ -128,8 +128,9 @@ class CpuBackend(Backend):
         }
         compiled = CompiledModule(CacheEntry(arrays["machine_code"].tobytes(), info["metadata"]), signatures, ALIGNMENT)
         plans = [
-            KernelPlan(plan["name"], plan["code"], [aligned_array(arrays[f"kernel{index}_constant{i}"], alignment=CACHE_LINE)
-                                                   for i in range(plan["constants"])],
+            KernelPlan(plan["name"], plan["code"],
+                       [aligned_array(arrays[f"kernel{index}_constant{i}"], alignment=CACHE_LINE, huge_pages=True)
+                        for i in range(plan["constants"])],
                        [tuple(chunk) for chunk in plan["chunks"]], tuple(plan["row_bytes"]), dict(plan["may_overwrite"]))
             for index, plan in enumerate(info["plans"])
         ]
@@ -209,7 +210,7 @@ class KernelPlan:
 def _constant_arguments(kernel: FuncOp) -> list[np.ndarray]:
     """The values of `kernel`'s constant arguments, aligned, in argument order."""
     return [
-        aligned_array(dense_to_numpy(attrs.data[CONSTANT_ARG_ATTR]), alignment=CACHE_LINE)
+        aligned_array(dense_to_numpy(attrs.data[CONSTANT_ARG_ATTR]), alignment=CACHE_LINE, huge_pages=True)
         for attrs in (kernel.arg_attrs.data if kernel.arg_attrs else [])
         if CONSTANT_ARG_ATTR in attrs.data
     ]

@@ -120,7 +120,7 @@ class Executable:
         self.backends = dict(backends or {})
         """The backends of the steps, by name, for `save` (graphopt.compile gives them)."""
         self.constants: dict[SSAValue, np.ndarray] = {
-            op.result: aligned_array(dense_to_numpy(op.value), alignment=CACHE_LINE)
+            op.result: aligned_array(dense_to_numpy(op.value), alignment=CACHE_LINE, huge_pages=True)
             for op in function.body.block.ops if isinstance(op, graph.ConstantOp)
         }
         self.results = list(function.body.block.last_op.operands)
@@ -306,7 +306,7 @@ class Executable:
             frame = self._frames.frame = Frame(len(self.slots))
             for value, array in self.constants.items():
                 frame.bind(self.slots[value], array)
-            buffers = [aligned_empty(size, np.uint8, alignment=CACHE_LINE) for size in self.buffer_sizes]
+            buffers = [aligned_empty(size, np.uint8, alignment=CACHE_LINE, huge_pages=True) for size in self.buffer_sizes]
             for value, buffer in self.buffer_of.items():
                 start = self.offset_of.get(value, 0)
                 view = buffers[buffer][start : start + value_nbytes(value)].view(value_dtype(value))
