@@ -19,8 +19,9 @@ stays in cache while every row tile uses it (without AVX-512 blocks of CONFLICT_
 b whose rows map to too few L1 sets); without AVX-512 many rows of a on packed b run in
 blocks of ROW_BLOCK within a k block, so that a's block stays in L2 while every panel uses it,
 and with AVX-512 the rows on row-major b whose k block fits in L2 run in blocks of
-ROW_MAJOR_ROW_BLOCK (`_Ukernel._row_block`); loops (k block, row block, panel, row tile). Fewer rows than a tile (a dense layer at batch 1)
-take several panels per tile (`FEW_ROWS_PANELS`) and k in one block. The last panel holds the
+ROW_MAJOR_ROW_BLOCK (`_Ukernel._row_block`); loops (k block, row block, panel, row tile).
+Fewer rows than a tile (a dense layer at batch 1) take several panels per tile
+(`FEW_ROWS_PANELS`) and k in one block. The last panel holds the
 remaining columns, rounded up to 16 with zeros, and stores its last vector under a
 mask; the last row tile takes the remaining rows. Tile sizes were picked by measurement: 6x64
 tiles and 256-deep blocks ran 1.1-1.3x faster than OpenBLAS (NumPy's matmul, which packs b at
@@ -134,8 +135,9 @@ With b's block larger, its extra reads come from L3 and cost more than they save
 4.06 -> 4.59 ms. Shapes whose out fits in L2 (192->64 at 28, 32->128 at 27, 256->1024 at 14)
 ran the same either way. Without AVX-512 not measured: all rows, as before."""
 ROW_MAJOR_B_BYTES = 1536 * 1024
-"""The largest k block of row-major b (k block x n floats) read by row blocks (`ROW_MAJOR_ROW_BLOCK`):
-three quarters of Emerald Rapids' 2 MB L2."""
+"""The largest k block of row-major b (k block x n floats, in bytes) read by row blocks
+(`ROW_MAJOR_ROW_BLOCK`): three quarters of Emerald Rapids' 2 MB L2 (Zen 4's L2 is 1 MB: not
+measured there)."""
 FEW_ROWS_PANELS = 1 if host_has_avx512() else 6
 """Packed panels per tile when a has fewer than ROWS rows (a matrix-vector product: one row, a
 dense layer at batch 1): r rows take FEW_ROWS_PANELS // r panels, so that a tile still holds
@@ -539,7 +541,7 @@ class _Ukernel(LLVMText):
         else all rows (of a group)."""
         if self.layout == PANELS:
             return ROW_BLOCK if ROW_BLOCK and self.rows > ROWS_IN_L2 else self.rows
-        b_block_bytes = min(self.k, self._depth()) * self.n * 4
+        b_block_bytes = min(self.k, self._depth()) * self.n * np.dtype(np.float32).itemsize
         if ROW_MAJOR_ROW_BLOCK and self.rows > ROW_MAJOR_ROW_BLOCK and b_block_bytes <= ROW_MAJOR_B_BYTES:
             return ROW_MAJOR_ROW_BLOCK
         return self.rows
