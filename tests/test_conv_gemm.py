@@ -54,12 +54,13 @@ def gemm_calls(module) -> list[str]:
     return [call.callee.string_value() for call in gemm_call_ops(module)]
 
 
-def residual_relu_gemm(monkeypatch, x_shape, w_shape):
-    """A conv + bias + residual + relu whose conv runs as the conv GEMM, with the kernel and JIT
-    caches off; and a function giving its GEMM ukernel's IR under the settings at the time of the call."""
+def residual_relu_gemm(monkeypatch, x_shape, w_shape, groups=1):
+    """A conv (of `groups` groups) + bias + residual + relu whose conv runs as the conv GEMM, with
+    the kernel and JIT caches off; and a function giving its GEMM ukernel's IR under the settings
+    at the time of the call."""
     monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
     monkeypatch.setattr(jit, "_cache", {})
-    module = conv_block(x_shape, w_shape, epilogue="residual_relu")
+    module = conv_block(x_shape, w_shape, groups=groups, epilogue="residual_relu")
     (call,) = gemm_call_ops(module)
     name, types = call.callee.string_value(), [a.type for a in call.arguments]
     return module, lambda: packed_gemm.ukernel_ir(name, types)
@@ -319,13 +320,9 @@ def test_row_blocks_on_row_major_b_match_interpreter(monkeypatch, row_block, gro
     passes ROW_MAJOR_B_BYTES, which keeps all rows. With bias, residual and relu; NaN and inf in
     x and the residual; 1 and 2 threads (one image by chunks of output channels or of groups),
     1 and 2 images."""
-    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
-    monkeypatch.setattr(jit, "_cache", {})
     monkeypatch.setattr(packed_gemm, "ROW_MAJOR_ROW_BLOCK", row_block)
     x_shape, w_shape = ((batch, 7, 9, 11), (53, 7, 1, 1)) if groups == 1 else ((batch, 8, 9, 11), (60, 4, 1, 1))
-    module = grouped_block(x_shape, w_shape, (1, 1), groups, "residual_relu")
-    (call,) = gemm_call_ops(module)
-    ukernel_ir = lambda: packed_gemm.ukernel_ir(call.callee.string_value(), [a.type for a in call.arguments])  # noqa: E731
+    module, ukernel_ir = residual_relu_gemm(monkeypatch, x_shape, w_shape, groups)
     ir = ukernel_ir()
     monkeypatch.setattr(packed_gemm, "ROW_MAJOR_ROW_BLOCK", None if row_block else 24)
     assert ukernel_ir() != ir
