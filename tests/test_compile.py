@@ -368,6 +368,72 @@ def test_same_array_objects_changed_in_place_between_calls():
         compare(out, graphopt.interpret(module, *inputs), F32_REDUCE)
 
 
+def square_matmul_module(n: int) -> ModuleOp:
+    """relu(x @ w + x): a GEMM reads every column of x for each row of its result."""
+    b = GraphBuilder()
+    x = b.input("x", (n, n))
+    w = b.constant(np.random.default_rng(3).standard_normal((n, n)).astype(np.float32) / n)
+    return b.finish(b.relu(b.add(b.matmul(x, w), x)))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shift", [0, 4, -68])
+def test_out_sharing_memory_with_an_argument_gets_the_result_of_the_argument_as_it_was(threads, shift):
+    """`exe(x, out=[x])`, or out a view overlapping x `shift` floats on, computes from x as it was
+    passed, as NumPy's `out=` does: written in place, the GEMM would read rows it had overwritten."""
+    n = 72
+    module = square_matmul_module(n)
+    executable = graphopt.compile(module, threads=threads)
+    storage = aligned_empty((n * n + 2 * 68,), np.float32)
+    x = storage[68 : 68 + n * n].reshape(n, n)
+    x[...] = sample(f"{n}x{n}xf32", 4)
+    expected = graphopt.interpret(module, x.copy())
+    out = storage[68 + shift : 68 + shift + n * n].reshape(n, n)
+    (result,) = executable(x, out=[out])
+    assert result is out
+    compare((out,), expected, F32_REDUCE)
+
+
+def test_out_sharing_memory_is_checked_whenever_the_arrays_change():
+    """The check is skipped for the arrays of the last call, checked then; new ones are checked."""
+    n = 40
+    module = square_matmul_module(n)
+    executable = graphopt.compile(module)
+    x = aligned_empty((n, n), np.float32)
+    for seed, out in enumerate([aligned_empty((n, n), np.float32), x, aligned_empty((n, n), np.float32), x, x]):
+        x[...] = sample(f"{n}x{n}xf32", seed)
+        expected = graphopt.interpret(module, x.copy())
+        executable(x, out=[out])
+        compare((out,), expected, F32_REDUCE)
+
+
+def test_out_sharing_memory_with_arguments_returned_as_results():
+    """Results that are arguments are copied into out after the kernels: out[1] = y must not
+    clobber y before it is copied into out[2], whichever arrays the call before had."""
+    b = GraphBuilder()
+    x, y = b.input("x", (4, 8)), b.input("y", (4, 8))
+    module = b.finish(b.exp(x), x, y)
+    executable = graphopt.compile(module)
+    x_given, y_given, exp_out, spare = (aligned_empty((4, 8), np.float32) for _ in range(4))
+    x_original, y_original = sample("4x8xf32", 1), sample("4x8xf32", 2)
+    for outs in ([exp_out, spare, aligned_empty((4, 8), np.float32)], [exp_out, y_given, spare], [x_given, exp_out, spare]):
+        x_given[...], y_given[...] = x_original, y_original
+        executable(x_given, y_given, out=outs)
+        compare(tuple(outs), graphopt.interpret(module, x_original, y_original), F32)
+
+
+def test_out_arrays_sharing_memory_with_each_other_are_refused():
+    b = GraphBuilder()
+    x = b.input("x", (4, 8))
+    module = b.finish(b.exp(x), b.neg(x))
+    executable = graphopt.compile(module)
+    given, out = aligned_empty((4, 8), np.float32), aligned_empty((4, 8), np.float32)
+    with pytest.raises(graphopt.GraphoptError, match=r"out\[0\] and out\[1\] share memory"):
+        executable(given, out=[out, out])
+    with pytest.raises(graphopt.GraphoptError, match=r"out\[0\] and out\[1\] share memory"):
+        executable(given, out=[given, given])  # sharing memory with the argument too
+
+
 def test_native_runs_are_broken_by_steps_called_from_python():
     """cpu kernels run from native code; a reference step between them is called from Python."""
     b = GraphBuilder()

@@ -127,11 +127,14 @@ class Executable:
         self._plan_runs()
         self.argument_types = [(tuple(a.type.get_shape()), value_dtype(a)) for a in self.function.body.block.args]
         self.argument_slots = [self.slots[a] for a in self.function.body.block.args]
+        self._argument_bytes = [(self.slots[a], value_nbytes(a)) for a in self.function.body.block.args]
         self.result_types = [(tuple(v.type.get_shape()), value_dtype(v)) for v in self.results]
         produced = {v for step in self.steps for v in step.outputs}
         self.result_slots = [
             self.slots[v] if v in produced and self.results.index(v) == i else None for i, v in enumerate(self.results)
         ]
+        self._result_bytes = [value_nbytes(v) for v in self.results]
+        self._copied_results = None in self.result_slots
         self._frames = threading.local()
         self._step_runs: list[Callable[[Frame], None] | None] | None = None
 
@@ -209,22 +212,57 @@ class Executable:
     # -- running -------------------------------------------------------------------------
 
     def __call__(self, *arrays, out: Sequence[np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
-        """Run on `arrays`; results are fresh arrays, or written into `out` (one per result)."""
+        """Run on `arrays`; results are fresh arrays, or written into `out` (one per result). An
+        `out` array that shares memory with an argument (`exe(x, out=[x])`) gets its result
+        copied in after the run, as NumPy's `out=` does; `out` arrays sharing memory with each
+        other are refused."""
         frame = self._frame()
         for slot, array in zip(self.argument_slots, self._arguments(arrays)):
             if frame.bind(slot, array) % ALIGNMENT or not array.flags.c_contiguous:
                 frame.bind(slot, aligned_array(array, alignment=ALIGNMENT))  # a copy kernels can read
         results = self._result_arrays(out)
-        for index, (slot, array) in enumerate(zip(self.result_slots, results)):
-            address = frame.bind(slot, array) if slot is not None else array.ctypes.data
-            if address % ALIGNMENT:
-                raise GraphoptError(self._bad_out_message(index))
+        targets = None
+        written = self._bind_results(frame, results)
+        if out is not None and (frame.binds != frame.unshared_at or self._copied_results):  # else last call's arrays
+            if self._shares_memory(frame, written):
+                targets, results = results, self._result_arrays(None)
+                self._bind_results(frame, results)
+            else:
+                frame.unshared_at = frame.binds
         for run in self.runs:
             run(frame)
         for value, slot, array in zip(self.results, self.result_slots, results):
             if slot is None:  # an argument, a constant, or a value returned twice
                 np.copyto(array, frame.arrays[self.slots[value]])
+        if targets is not None:
+            for target, result in zip(targets, results):
+                np.copyto(target, result)
+            return targets
         return results
+
+    def _bind_results(self, frame: Frame, results: Sequence[np.ndarray]) -> list[int]:
+        """Bind the result arrays; returns their data addresses."""
+        addresses = []
+        for index, (slot, array) in enumerate(zip(self.result_slots, results)):
+            address = frame.bind(slot, array) if slot is not None else array.ctypes.data
+            if address % ALIGNMENT:
+                raise GraphoptError(self._bad_out_message(index))
+            addresses.append(address)
+        return addresses
+
+    def _shares_memory(self, frame: Frame, written: list[int]) -> bool:
+        """Whether a result array (at `written` addresses) shares bytes with an argument as the
+        kernels read it (the caller's array, or the aligned copy made of it); result arrays sharing
+        bytes with each other are an error."""
+        shared = False
+        for index, (start, size) in enumerate(zip(written, self._result_bytes)):
+            for other in range(index):
+                if start < written[other] + self._result_bytes[other] and written[other] < start + size:
+                    raise GraphoptError(f"out[{other}] and out[{index}] share memory: each result needs its own array")
+            for slot, argument_size in self._argument_bytes:
+                read = frame.addresses[slot]
+                shared = shared or (start < read + argument_size and read < start + size)
+        return shared
 
     def profile(self, *arrays, repeat: int = 10) -> Profile:
         """Each step's median time on `arrays`, with the median time of `repeat` whole calls;
@@ -369,12 +407,17 @@ class Frame:
         self.arrays: list[np.ndarray | None] = [None] * slots
         self.addresses = (ctypes.c_int64 * slots)()
         self.table = ctypes.addressof(self.addresses)
+        self.binds = 0
+        """Arrays bound so far that were not bound already: unchanged, the addresses are."""
+        self.unshared_at = -1
+        """`binds` when the bound out arrays were last found to share no memory with the arguments."""
 
     def bind(self, slot: int, array: np.ndarray) -> int:
         """Bind `array` to `slot`; returns its data address."""
         if self.arrays[slot] is not array:
             self.arrays[slot] = array
             self.addresses[slot] = array.ctypes.data
+            self.binds += 1
         return self.addresses[slot]
 
 
