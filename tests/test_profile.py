@@ -1,9 +1,12 @@
 """Executable.profile and graph-run --profile: one row per step, positive times, exact FLOPs."""
 
+import contextlib
+
 import numpy as np
 import pytest
 
 import graphopt
+from graphopt.runtime import executable, thread_pool
 from graphopt.tools import graph_run
 
 from test_cli import run_in_process
@@ -87,6 +90,25 @@ def test_a_module_without_steps_has_an_empty_profile():
     report = exe.profile(np.ones(3, np.float32), repeat=2)
     assert exe.steps == [] and report.steps == () and report.total_seconds == 0
     assert str(report).splitlines()[-1].startswith("0 steps: 0.0 us in all")
+
+
+def test_steps_are_profiled_with_the_workers_awake(monkeypatch):
+    """A step's chunks start as inside a call: the pool's workers spin between the profiled steps
+    rather than sleep, and sleep again once the profile is done."""
+    spin_limits = []
+
+    @contextlib.contextmanager
+    def recording_workers_awake():
+        with thread_pool.workers_awake():
+            spin_limits.append(pool.state[thread_pool.SPIN // 8])
+            yield
+
+    exe = graphopt.compile(matmul_conv_module(), fuse=False, threads=2)
+    pool = thread_pool.ThreadPool.of(2)
+    monkeypatch.setattr(executable, "workers_awake", recording_workers_awake)
+    exe.profile(*random_inputs(exe), repeat=2)
+    assert spin_limits == [thread_pool.AWAKE_ROUNDS]
+    assert pool.state[thread_pool.SPIN // 8] == thread_pool.SPIN_ROUNDS
 
 
 def test_profile_needs_one_repeat_at_least(profiled):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from graphopt.runtime.jit import native_module
-from graphopt.runtime.thread_pool import SLEEPERS, ChunkedEntries, ChunkedKernel, ThreadPool
+from graphopt.runtime.thread_pool import SLEEPERS, ChunkedEntries, ChunkedKernel, ThreadPool, workers_awake
 
 MARK_IR = """
 declare i64 @pthread_self()
@@ -89,6 +89,26 @@ def test_idle_workers_sleep_and_wake_for_the_next_job(private_pool):
     while len(threads) < 3 and time.monotonic() < deadline + 5:
         threads.update(run_marks(function, 3, seed=8))
     assert len(threads) == 3  # woken, both workers take chunks again
+
+
+def sleepers_after(pool: ThreadPool, seconds: float) -> int:
+    """The pool's workers asleep once they have had `seconds` to go to sleep."""
+    deadline = time.monotonic() + seconds
+    while pool.state[SLEEPERS // 8] != len(pool.handles) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return int(pool.state[SLEEPERS // 8])
+
+
+def test_workers_awake_keeps_workers_spinning_between_jobs_until_left(private_pool):
+    """Inside `workers_awake` (a profile's steps) the workers spin between jobs instead of going
+    to sleep; once it is left they sleep again after their usual spin."""
+    function, _ = marking_entry(private_pool, 3)
+    with workers_awake():
+        with workers_awake():  # nested, as profiles on two Python threads
+            run_marks(function, 3)
+        assert sleepers_after(private_pool, 0.3) == 0
+    assert sleepers_after(private_pool, 5) == 2
+    run_marks(function, 3, seed=3)
 
 
 def test_a_stopped_pool_runs_chunks_on_the_caller(private_pool):

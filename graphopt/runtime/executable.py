@@ -45,6 +45,7 @@ from graphopt.runtime.device_run import Device, DeviceRun
 from graphopt.runtime.jit import CallSequence, NativeCall
 from graphopt.runtime.profile import Profile, StepProfile
 from graphopt.runtime.saved import SavedKernels, write_saved
+from graphopt.runtime.thread_pool import workers_awake
 
 
 class Kernel(Protocol):
@@ -268,7 +269,8 @@ class Executable:
         """Each step's median time on `arrays`, with the median time of `repeat` whole calls;
         printing the result gives one row per step (`runtime/profile.py`). A host step runs alone
         (one native call, or one Python call) in plan order, `repeat` times after one untimed
-        call; a step of a device run is timed on the device, by events around its launch, over
+        call, the thread pools' workers spinning between steps as they do inside a call
+        (`thread_pool.workers_awake`); a step of a device run is timed on the device, by events around its launch, over
         `repeat` launches of its run with the inputs already there (no copies)."""
         if repeat < 1:
             raise GraphoptError(f"profile needs repeat of at least 1, got {repeat}")
@@ -276,12 +278,13 @@ class Executable:
         frame = self._frame()
         times: list[list[float]] = [[] for _ in self.steps]
         host_runs = self._single_step_runs()
-        for _ in range(repeat):
-            for run, samples in zip(host_runs, times):
-                if run is not None:
-                    start = time.perf_counter()
-                    run(frame)
-                    samples.append(time.perf_counter() - start)
+        with workers_awake():  # as inside a call, a step's chunks start without waking a worker
+            for _ in range(repeat):
+                for run, samples in zip(host_runs, times):
+                    if run is not None:
+                        start = time.perf_counter()
+                        run(frame)
+                        samples.append(time.perf_counter() - start)
         for run in self.runs:
             if isinstance(run, DeviceRun):
                 first = next(index for index, step in enumerate(self.steps) if step is run.steps[0])

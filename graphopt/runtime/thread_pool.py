@@ -7,18 +7,19 @@ through shared memory instead of through Python.
                                                   chunks=((rows512.address, 0), (rows512.address, 512)))])
     entries.address("kernel_3")     # void kernel_3(ptr, ptr, ptr): the whole kernel's signature
 
-An entry posts its chunks; it and the workers claim them one at a time (one compare-and-swap
-on the job's claim word, `CLAIM_BITS`) and run them; then it spins until every claimed chunk is
-done. A worker late for a job (asleep, or waiting for a core of a loaded machine) finds its
-chunks run by the caller and claims none: a kernel waits only for chunks that have started. It
-used to give chunk i to worker i; on the shared 2-core VM, with another process busy on one
-core, MobileNet-v2 at batch 1 (its convs split by channels) then took 46 ms a call at 2 threads
-against 5 ms at 1, the caller waiting a scheduler slice for the worker at each kernel. A worker spins on the pool's job counter for SPIN_ROUNDS pauses after its last
-job, so the kernels of one model call hand over without the OS; then it sleeps on a condition
-variable, and the next job pays an OS wake-up. Measured on this 2-core VM: an empty two-chunk
-call took 0.63 µs against 0.55 µs for one chunk while the worker spun, and 40-150 µs after it
-slept; Python's ThreadPoolExecutor, used before, took 87 µs (two OS wake-ups: the worker's,
-then the caller's).
+An entry posts its chunks; it and the workers claim them one at a time (one compare-and-swap on the
+job's claim word, `CLAIM_BITS`) and run them; then it spins until every claimed chunk is done. A
+worker late for a job (asleep, or waiting for a core of a loaded machine) finds its chunks run by
+the caller and claims none: a kernel waits only for chunks that have started. It used to give chunk
+i to worker i; on the shared 2-core VM, with another process busy on one core, MobileNet-v2 at
+batch 1 (its convs split by channels) then took 46 ms a call at 2 threads against 5 ms at 1, the
+caller waiting a scheduler slice for the worker at each kernel. A worker spins on the pool's job
+counter for SPIN_ROUNDS pauses after its last job, so the kernels of one model call hand over
+without the OS; then it sleeps on a condition variable, and the next job pays an OS wake-up (inside
+`workers_awake`, as while `Executable.profile` runs its steps one at a time, they spin until it is
+left). Measured on this 2-core VM: an empty two-chunk call took 0.63 µs against 0.55 µs for one
+chunk while the worker spun, and 40-150 µs after it slept; Python's ThreadPoolExecutor, used
+before, took 87 µs (two OS wake-ups: the worker's, then the caller's).
 
 A pool busy with another caller's kernel (calls from several Python threads at once) makes an
 entry run its chunks one after another on its own thread; so does every pool in a forked child,
@@ -28,11 +29,13 @@ which has no workers. At exit the workers are stopped and joined before their co
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import functools
 import os
 import platform
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +50,8 @@ worker then spun through the whole call, and with another process on its core th
 core away from it mid-chunk for milliseconds (median 2 threads 4.0-4.3 ms against 1.1 ms at
 1 thread, load 2.8); spinning 2^10 pauses, 1.4 ms; not at all, 1.2-1.3 ms. With the core
 free, the fastest calls took 0.61, 0.63 and 0.67 ms."""
+AWAKE_ROUNDS = 1 << 62
+"""A worker's spin inside `workers_awake`: until the spin limit changes back."""
 YIELD_AFTER = 1 << 15
 """Pauses (about 0.9 ms) a caller spins for its workers before it yields its core (`sched_yield`) at every
 check: a worker still not done may be waiting for that core (the machine is loaded)."""
@@ -56,8 +61,9 @@ GENERATION, DONE, BUSY, SLEEPERS, CLAIMS = 0, 64, 128, 192, 256
 """Jobs posted so far (workers wait for it to change); chunks of the current job done; 1 while
 a caller owns the pool; workers asleep (or about to be) on the condition variable; the current
 job's claim word (`CLAIM_BITS`)."""
-TASK, ARGUMENTS, STOP = 320, 328, 336
-"""The current job (`void task(ptr arguments, i64 chunk)`); set to stop the workers."""
+TASK, ARGUMENTS, STOP, SPIN = 320, 328, 336, 344
+"""The current job (`void task(ptr arguments, i64 chunk)`); set to stop the workers; the pauses a
+worker spins for a next job before it sleeps (SPIN_ROUNDS, AWAKE_ROUNDS inside `workers_awake`)."""
 MUTEX, CONDITION, STATE_BYTES = 384, 512, 640
 """A pthread mutex and condition variable (128 bytes each: more than any libc's)."""
 CLAIM_BITS = 12
@@ -73,7 +79,7 @@ def _runtime_ir(pause: bool) -> str:
         f"  %{name}.at = getelementptr i8, ptr %pool, i64 {offset}\n"
         for name, offset in [("generation", GENERATION), ("done", DONE), ("busy", BUSY), ("sleepers", SLEEPERS),
                              ("claims", CLAIMS), ("task", TASK), ("arguments", ARGUMENTS), ("stop", STOP),
-                             ("mutex", MUTEX), ("condition", CONDITION)]
+                             ("spin", SPIN), ("mutex", MUTEX), ("condition", CONDITION)]
     )
     wake = """  call i32 @pthread_mutex_lock(ptr %mutex.at)
   call i32 @pthread_cond_broadcast(ptr %condition.at)
@@ -131,7 +137,8 @@ spin:
   br i1 %spun.new, label %job.check, label %spin.again
 spin.again:
 {spin_pause}  %round.next = add i64 %round, 1
-  %spun = icmp eq i64 %round.next, {SPIN_ROUNDS}
+  %spin.limit = load atomic i64, ptr %spin.at monotonic, align 8
+  %spun = icmp uge i64 %round.next, %spin.limit
   br i1 %spun, label %sleep, label %spin
 sleep:
   call i32 @pthread_mutex_lock(ptr %mutex.at)
@@ -271,6 +278,7 @@ class ThreadPool:
         self.threads = threads
         self.runtime = _runtime()
         self.state = np.zeros(STATE_BYTES // 8, dtype=np.int64)
+        self.state[SPIN // 8] = AWAKE_ROUNDS if _awake_depth else SPIN_ROUNDS
         self.address = self.state.ctypes.data
         for name, offset in (("pthread_mutex_init", MUTEX), ("pthread_cond_init", CONDITION)):
             if getattr(_libc, name)(ctypes.c_void_p(self.address + offset), None) != 0:
@@ -295,6 +303,34 @@ class ThreadPool:
             _libc.pthread_join(handle, None)
         self.handles = []
         _live.discard(self)
+
+
+_awake_depth = 0
+"""`workers_awake` blocks entered and not left (profiles running on several Python threads)."""
+_awake_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def workers_awake() -> Iterator[None]:
+    """Inside, every pool's workers spin between jobs instead of sleeping after SPIN_ROUNDS
+    pauses, so that kernels run one at a time with Python between them (`Executable.profile`'s
+    steps) start as they do inside a whole call, without a worker's wake-up (40-150 us)."""
+    global _awake_depth
+    with _awake_lock:
+        _awake_depth += 1
+        _set_spin(AWAKE_ROUNDS)
+    try:
+        yield
+    finally:
+        with _awake_lock:
+            _awake_depth -= 1
+            if not _awake_depth:
+                _set_spin(SPIN_ROUNDS)
+
+
+def _set_spin(rounds: int) -> None:
+    for pool in _live:
+        pool.state[SPIN // 8] = rounds
 
 
 def _stop_all() -> None:
