@@ -3,7 +3,8 @@
     python benchmarks/model_categories.py --models squeezenet,shufflenet [--threads 1,2] [--repeat 20]
 
 Every graphopt step (`Executable.profile`) and every ONNX Runtime node (its per-node profile,
-`SessionOptions.enable_profiling`), medians of `repeat` runs, summed by category: convs by the
+`SessionOptions.enable_profiling`), medians of `repeat` runs, one profile of each side in turn
+(so both see the same phases of a shared host), summed by category: convs by the
 ukernel the cpu schedule picks (`CpuSchedule.conv_ukernel`: lanes, depthwise, gemm, direct, loops), pools,
 concats, FC, reshapes/transposes (channel shuffles), the rest by op kind. ORT's conv nodes are
 matched to graphopt's convs by (w, x) shape in order, so each conv row compares the same convs.
@@ -23,6 +24,7 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 
 import numpy as np
 import onnxruntime
@@ -55,10 +57,15 @@ def step_category(step) -> tuple[str, graph.Conv2dOp | None]:
     return "+".join(kinds), None
 
 
-def ort_node_seconds(model, inputs: list[np.ndarray], threads: int, repeat: int) -> tuple[dict[str, tuple[dict, float]], float]:
-    """Each ORT node's (profile args, median seconds), and the median of whole runs."""
+def ort_node_seconds(model, inputs: list[np.ndarray], threads: int, repeat: int,
+                     before_each_run: Callable[[], object] | None = None) -> tuple[dict[str, tuple[dict, float]], float]:
+    """Each ORT node's (profile args, median seconds), and the median of whole runs;
+    `before_each_run`, if given, runs untimed before each of the `repeat` runs (the other side
+    of an interleaved comparison)."""
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # as end_to_end's sessions: its
+    # threads would otherwise spin on into graphopt's interleaved profile and take a core from it
     options.enable_profiling = True
     options.profile_file_prefix = os.path.join(tempfile.mkdtemp(), "ort")
     session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
@@ -66,6 +73,8 @@ def ort_node_seconds(model, inputs: list[np.ndarray], threads: int, repeat: int)
     session.run(None, feed)
     walls = []
     for _ in range(repeat):
+        if before_each_run is not None:
+            before_each_run()
         start = time.perf_counter()
         session.run(None, feed)
         walls.append(time.perf_counter() - start)
@@ -86,16 +95,27 @@ def compare(name: str, threads: int, repeat: int, top: int = 8) -> None:
     model = load_model(name)
     inputs = model_inputs(model, np.random.default_rng(0))
     executable = graphopt.compile(graphopt.from_onnx(model), backends=BACKENDS, threads=threads)
-    profile = executable.profile(*inputs, repeat=repeat)
+    step_samples: list[list[float]] = [[] for _ in executable.steps]
+    call_samples: list[float] = []
+
+    def profile_once() -> None:
+        profile = executable.profile(*inputs, repeat=1)
+        for samples, row in zip(step_samples, profile.steps):
+            samples.append(row.seconds)
+        call_samples.append(profile.call_seconds)
+
+    # one profile of each side in turn: this host's speed changes in phases of seconds (docs/benchmarks.md)
+    nodes, ort_call = ort_node_seconds(model, inputs, threads, repeat, before_each_run=profile_once)
+    step_seconds = [statistics.median(samples) for samples in step_samples]
+    ours_sum, ours_call = sum(step_seconds), statistics.median(call_samples)
     ours, ours_count = collections.defaultdict(float), collections.Counter()
     convs = []
-    for step, row in zip(executable.steps, profile.steps):
+    for step, seconds in zip(executable.steps, step_seconds):
         category, conv = step_category(step)
-        ours[category] += row.seconds
+        ours[category] += seconds
         ours_count[category] += 1
         if conv is not None:
-            convs.append((category, tuple(conv.w.type.get_shape()), tuple(conv.x.type.get_shape()), row.seconds))
-    nodes, ort_call = ort_node_seconds(model, inputs, threads, repeat)
+            convs.append((category, tuple(conv.w.type.get_shape()), tuple(conv.x.type.get_shape()), seconds))
     theirs, theirs_count = collections.defaultdict(float), collections.Counter()
     ort_convs: dict[tuple, list[float]] = collections.defaultdict(list)
     for args, seconds in nodes.values():
@@ -128,9 +148,9 @@ def compare(name: str, threads: int, repeat: int, top: int = 8) -> None:
     for category in sorted(set(ours) | set(theirs), key=lambda c: theirs[c] - ours[c]):
         print(f"| {category} | {ours[category] * 1e3:.2f} ({ours_count[category]}) | "
               f"{theirs[category] * 1e3:.2f} ({theirs_count[category]}) | {(ours[category] - theirs[category]) * 1e3:+.2f} |")
-    print(f"| sum of steps / nodes | {profile.total_seconds * 1e3:.2f} | {ort_sum * 1e3:.2f} | |")
-    print(f"| whole call | {profile.call_seconds * 1e3:.2f} | {ort_call * 1e3:.2f} | {(profile.call_seconds - ort_call) * 1e3:+.2f} |")
-    print(f"| call - sum | {(profile.call_seconds - profile.total_seconds) * 1e3:+.2f} | {(ort_call - ort_sum) * 1e3:+.2f} | |")
+    print(f"| sum of steps / nodes | {ours_sum * 1e3:.2f} | {ort_sum * 1e3:.2f} | |")
+    print(f"| whole call | {ours_call * 1e3:.2f} | {ort_call * 1e3:.2f} | {(ours_call - ort_call) * 1e3:+.2f} |")
+    print(f"| call - sum | {(ours_call - ours_sum) * 1e3:+.2f} | {(ort_call - ort_sum) * 1e3:+.2f} | |")
     for _, category, w, x, seconds, ort_seconds in sorted(gaps, reverse=True)[:top]:
         print(f"  {category:<14} w{w} x{x}: {seconds * 1e3:.3f} / {ort_seconds * 1e3:.3f} ms, {seconds / ort_seconds:.2f}x")
 
