@@ -53,13 +53,28 @@ from xdsl.dialects.linalg.ops import GenericOp, IndexOp
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr
 
-from graphopt.lowering import packed_gemm, ukernels
+from graphopt.lowering import ukernels
+from graphopt.lowering.llvm_text import VECTOR
 
 
 CHUNK_ALIGNMENT = 16
 """A chunk's arguments start `begin * row_bytes` past the caller's and must keep the alignment
 its kernel was compiled to assume (the cpu backend's 16 bytes): chunks start at multiples of
 `RowSplit.granule` units."""
+POSITION_CHUNK_COLUMNS = VECTOR
+"""Output positions (columns of the conv GEMM) a chunk of positions starts at a multiple of
+(`position_split`): a vector's, so that chunks are even where a panel's (64 with AVX-512)
+would not be. A chunk whose columns end inside a panel runs that panel's columns as a tile of
+their vectors (the last under a mask). Measured on 2026-11-29 (Emerald Rapids, 2 threads): 784
+positions (28x28) ran as 448 + 336 with panels, as 400 + 384 now; 3136 (56x56) as 1600 + 1536,
+as 1568 + 1568 now. Alone (conv + bias + relu, interleaved, two runs) 512->128 at 28 0.88x and
+0.94x, 320->64 at 28 0.89x and 0.92x, 256->64 at 56 0.91x and 0.93x, 64->256 at 56 0.98x twice,
+128->512 at 28 0.92x and 1.01x. Inside ResNet-50 (each step timed in plan order, both plans
+compiled in one process and interleaved, workers awake), three runs: its 28x28 GEMMs 0.93-0.97x
+in two and 1.06-1.13x in the first, its steps' sum 0.98-0.99x in the two; whole models at 2
+threads within noise (ResNet-50 0.953 and 1.049, Inception-v2 0.986 and 0.996, Inception-v1
+1.014 and 1.006, SqueezeNet 0.999 and 1.003, MobileNet-v2-ish 0.991 and 0.996). Without AVX-512
+a panel is a vector: unchanged there."""
 
 
 _SPLITTABLE_OPS = (GenericOp, func.CallOp, arith.ConstantOp, memref.AllocOp, memref.DeallocOp, func.ReturnOp)
@@ -298,7 +313,7 @@ def position_split(kernel: func.FuncOp) -> RowSplit | None:
 
     - the call and nothing else (a 1x1 of stride 1, whose b is x itself), with few output
       channels (`ukernels.position_units`): the units are positions, columns of x, of the
-      residual and of out; chunks start at multiples of `packed_gemm.PANEL` positions;
+      residual and of out; chunks start at multiples of POSITION_CHUNK_COLUMNS positions;
     - the call on an im2col copy of x (an argument: the conv does not pad) and the loop nest
       writing it (`_im2col_copy`), with many positions per channel (`ukernels.output_row_units`):
       the units are whole output rows; a chunk copies the im2col columns of its rows only, into
@@ -337,7 +352,7 @@ def position_split(kernel: func.FuncOp) -> RowSplit | None:
     if units is None or not steps.keys() <= set(args):
         return None
     row_bytes = tuple(a.type.element_type.compile_time_size * steps.get(a, 0) for a in args)
-    panels = packed_gemm.PANEL if columns == 1 else 1
+    panels = POSITION_CHUNK_COLUMNS if columns == 1 else 1
     granule = math.lcm(panels, *(CHUNK_ALIGNMENT // math.gcd(b, CHUNK_ALIGNMENT) for b in row_bytes))
     return RowSplit(units, row_bytes, granule, temporaries, frozenset(steps), columns=columns)
 

@@ -16,7 +16,7 @@ from xdsl.dialects import func
 import graphopt
 from graphopt.backends import cpu
 from graphopt.builder import GraphBuilder
-from graphopt.lowering import direct_conv, packed_gemm, ukernels
+from graphopt.lowering import direct_conv, packed_gemm, row_split, ukernels
 from graphopt.lowering.linalg.schedule import CpuSchedule
 from graphopt.lowering.pipelines import CPU
 
@@ -180,10 +180,11 @@ def test_lanes_convs_split_by_blocks_and_the_last_takes_the_padded_block(monkeyp
 @pytest.mark.parametrize("batch", [1, 2])
 def test_few_channel_gemms_split_by_positions(monkeypatch, batch, height, width, epilogue):
     """A 1x1 of 16 output channels run as the GEMM (any count of positions: POSITION_SPLIT_PANELS
-    1) splits one image by output positions: chunks from multiples of packed_gemm.PANEL, the
-    last taking the rest (55 x 55 = 3025: 1520 + 1505; 7 x 7 = 49: 32 + 17, its last column a
-    dot product, with 16 columns a panel), each on all 16 channels of its columns, NaN and inf
-    in both chunks' columns; two images split by images, or not at all."""
+    1) splits one image by output positions where they fill a panel: chunks from multiples of
+    row_split.POSITION_CHUNK_COLUMNS (a vector), the last taking the rest (55 x 55 = 3025: 1520
+    + 1505; 7 x 7 = 49: 32 + 17, its last column a dot product, with 16 columns a panel), each on
+    all 16 channels of its columns, NaN and inf in both chunks' columns; two images split by
+    images, or not at all."""
     monkeypatch.setattr(CpuSchedule, "lanes_conv", lambda self, op: False)
     monkeypatch.setattr(CpuSchedule, "conv_gemm", lambda self, op: True)
     monkeypatch.setattr(ukernels, "POSITION_SPLIT_PANELS", 1)
@@ -195,12 +196,12 @@ def test_few_channel_gemms_split_by_positions(monkeypatch, batch, height, width,
     executable, calls = compiled_calls(monkeypatch, module, *arrays)
     (step,) = executable.steps
     positions = height * width
-    per_chunk = -(-positions // (2 * packed_gemm.PANEL)) * packed_gemm.PANEL
+    per_chunk = -(-positions // (2 * row_split.POSITION_CHUNK_COLUMNS)) * row_split.POSITION_CHUNK_COLUMNS
     chunk_calls = [callee for name, callee in calls.items() if "_rows" in name]
     if batch == 2:  # by images where they are 16-byte multiples (7 x 7 x 9 floats are not), whole calls
         assert [begin for _, begin in step.kernel.chunks] == ([] if positions * 9 % 4 else [0, 1])
         assert not any(packed_gemm.COLUMNS_MARK in callee for callee in calls.values())
-    elif per_chunk < positions:
+    elif positions >= packed_gemm.PANEL:
         assert [begin for _, begin in step.kernel.chunks] == [0, per_chunk]
         assert sorted(int(callee.rsplit(packed_gemm.COLUMNS_MARK, 1)[1]) for callee in chunk_calls) == sorted(
             {per_chunk, positions - per_chunk}
@@ -245,7 +246,7 @@ def test_the_rule_splits_few_channel_one_by_ones_by_positions(
     (step,) = executable.steps
     if second_begin == "positions":
         positions = x_shape[2] * x_shape[3]
-        second_begin = -(-positions // (2 * packed_gemm.PANEL)) * packed_gemm.PANEL
+        second_begin = -(-positions // (2 * row_split.POSITION_CHUNK_COLUMNS)) * row_split.POSITION_CHUNK_COLUMNS
     assert [begin for _, begin in step.kernel.chunks] == [0, second_begin]
 
 
