@@ -201,7 +201,7 @@ def test_few_channel_gemms_split_by_positions(monkeypatch, batch, height, width,
     if batch == 2:  # by images where they are 16-byte multiples (7 x 7 x 9 floats are not), whole calls
         assert [begin for _, begin in step.kernel.chunks] == ([] if positions * 9 % 4 else [0, 1])
         assert not any(packed_gemm.COLUMNS_MARK in callee for callee in calls.values())
-    elif positions >= packed_gemm.PANEL:
+    elif positions >= packed_gemm.PANEL:  # POSITION_SPLIT_PANELS (1) panel of positions or more
         assert [begin for _, begin in step.kernel.chunks] == [0, per_chunk]
         assert sorted(int(callee.rsplit(packed_gemm.COLUMNS_MARK, 1)[1]) for callee in chunk_calls) == sorted(
             {per_chunk, positions - per_chunk}

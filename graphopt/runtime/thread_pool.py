@@ -261,6 +261,9 @@ _pools: dict[int, ThreadPool] = {}
 _live: set[ThreadPool] = set()
 """Every pool with workers, shared or not (kept alive while they run): stopped at exit,
 forgotten in a forked child."""
+_awake_depth = 0
+"""`workers_awake` blocks entered and not left (profiles running on several Python threads)."""
+_awake_lock = threading.Lock()
 
 
 class ThreadPool:
@@ -303,11 +306,6 @@ class ThreadPool:
             _libc.pthread_join(handle, None)
         self.handles = []
         _live.discard(self)
-
-
-_awake_depth = 0
-"""`workers_awake` blocks entered and not left (profiles running on several Python threads)."""
-_awake_lock = threading.Lock()
 
 
 @contextlib.contextmanager
