@@ -258,11 +258,10 @@ class Executable:
         shared = False
         for index, (start, size) in enumerate(zip(written, self._result_bytes)):
             for other in range(index):
-                if start < written[other] + self._result_bytes[other] and written[other] < start + size:
+                if _bytes_meet(start, size, written[other], self._result_bytes[other]):
                     raise GraphoptError(f"out[{other}] and out[{index}] share memory: each result needs its own array")
             for slot, argument_size in self._argument_bytes:
-                read = frame.addresses[slot]
-                shared = shared or (start < read + argument_size and read < start + size)
+                shared = shared or _bytes_meet(start, size, frame.addresses[slot], argument_size)
         return shared
 
     def profile(self, *arrays, repeat: int = 10) -> Profile:
@@ -270,8 +269,9 @@ class Executable:
         printing the result gives one row per step (`runtime/profile.py`). A host step runs alone
         (one native call, or one Python call) in plan order, `repeat` times after one untimed
         call, the thread pools' workers spinning between steps as they do inside a call
-        (`thread_pool.workers_awake`); a step of a device run is timed on the device, by events around its launch, over
-        `repeat` launches of its run with the inputs already there (no copies)."""
+        (`thread_pool.workers_awake`); a step of a device run is timed on the device, by events
+        around its launch, over `repeat` launches of its run with the inputs already there (no
+        copies)."""
         if repeat < 1:
             raise GraphoptError(f"profile needs repeat of at least 1, got {repeat}")
         self(*arrays)  # binds the arguments, constants and buffers of this thread's frame
@@ -422,6 +422,11 @@ class Frame:
             self.addresses[slot] = array.ctypes.data
             self.binds += 1
         return self.addresses[slot]
+
+
+def _bytes_meet(start: int, size: int, other_start: int, other_size: int) -> bool:
+    """Whether the `size` bytes at `start` and the `other_size` bytes at `other_start` overlap."""
+    return start < other_start + other_size and other_start < start + size
 
 
 def _nothing(frame: Frame) -> None:
