@@ -129,6 +129,15 @@ def band_rows(channels: int, out_shape: Sequence[int]) -> int:
     return max(1, min(tiles_across(out_h), SCRATCH_BYTES // (tile_bytes * tiles_across(out_w))))
 
 
+def rows_read(x_shape: Sequence[int], first: int, end: int) -> tuple[int, int]:
+    """(begin, end) of the rows of the padded x that the call computing output rows first to
+    end - 1 (first even) reads: its tile rows' 4 input rows each, 2 apart, and the rows that a
+    tile row's last vectors load past their row into (up to 29 floats, `padding`); the direct
+    conv of a band reads within them."""
+    height, width = x_shape[2:]
+    return first, min(height, first + 2 * tiles_across(end - first) + 2 + -(-2 * VECTOR // width))
+
+
 def tiles_across(size: int) -> int:
     """Tiles across `size` output rows or columns: the last one half-empty when `size` is odd."""
     return -(-size // 2)

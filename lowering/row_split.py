@@ -43,15 +43,16 @@ are 1). Loop dims iterating once, other than the row loop, index as 0.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, func, memref
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects.builtin import AffineMapAttr, MemRefType, i64
 from xdsl.dialects.linalg.ops import GenericOp, IndexOp
-from xdsl.ir import Block, Region, SSAValue
-from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 
 from graphopt.lowering import ukernels
 from graphopt.lowering.llvm_text import VECTOR
@@ -361,9 +362,10 @@ def output_row_split(kernel: func.FuncOp) -> RowSplit | None:
     """How `kernel`, a call of the lanes conv or of Winograd's on one image (`ukernels.conv_output_rows`) and
     the loop nests that write its phases (x zero-padded: temporaries only), can run by blocks
     of its output rows, or None when it cannot. Each chunk is a function of its own: it pads
-    all of x into its own phases and calls the ukernel for its rows (`output_rows.chunk_name`)
-    on the arguments passed whole (Winograd's: with a scratch buffer of its own). Chunks start
-    at multiples of the ukernel's granule of rows: a super-tile's, a tile row's.
+    into its own phases the rows of x that its output rows read (`row_chunk_kernel`) and calls
+    the ukernel for its rows (`output_rows.chunk_name`) on the arguments passed whole
+    (Winograd's: with a scratch buffer of its own). Chunks start at multiples of the ukernel's
+    granule of rows: a super-tile's, a tile row's.
 
         func.func @k(%x: memref<1x128x56x56xf32>, %w: memref<2x128x3x3x16xf32>, %out: memref<1x32x56x56xf32>)
           ->  28 output rows from row 28:
@@ -454,7 +456,9 @@ def row_chunk_kernel(
 ) -> func.FuncOp:
     """`kernel` over `rows` rows of its sliced arguments and temporaries, named `name`; `last`:
     the split's last rows, taking the rest of each sliced buffer; `first`: the first of its
-    rows, where each chunk is a function of its own (`RowSplit.static_rows`)."""
+    rows, where each chunk is a function of its own (`RowSplit.static_rows`). There the loop
+    nests that write the temporary from which the ukernel reads x (padded, or in stride phases)
+    write only the part that the chunk's output rows read (`_input_read`, `_restricted`)."""
     old_args = list(kernel.body.block.args)
     arg_types = [
         _rows_of(a.type, rows, split, split.row_bytes[i], last)
@@ -464,7 +468,16 @@ def row_chunk_kernel(
     ]
     block = Block(arg_types=arg_types)
     mapping: dict[SSAValue, SSAValue] = dict(zip(old_args, block.args))
+    read = _input_read(kernel, first, rows) if split.static_rows else None
+    extents: list[SSAValue] = []
     for op in kernel.body.block.ops:
+        if read is not None and isinstance(op, GenericOp) and list(op.outputs) == [read[0]]:
+            ops, extent = _restricted(op.clone(value_mapper=mapping), *read[1:])
+            block.add_ops(ops)
+            extents += [extent] if extent is not None else []
+            continue
+        if isinstance(op, func.ReturnOp):
+            block.add_ops(memref.DeallocOp.get(extent) for extent in extents)
         if isinstance(op, memref.AllocOp) and op.memref in split.sliced_temporaries:
             chunk_type = (
                 _output_rows_of(op.memref.type, rows)
@@ -482,6 +495,100 @@ def row_chunk_kernel(
     chunk = func.FuncOp(name, (arg_types, []), Region(block))
     chunk.attributes.update(kernel.attributes)
     return chunk
+
+
+def _input_read(kernel: func.FuncOp, first: int, rows: int) -> tuple[SSAValue, int, int, int] | None:
+    """(the temporary, axis, begin, end) that output rows first to first + rows - 1 of a conv
+    split by output rows read of the temporary its ukernel call reads x from
+    (`ukernels.conv_input_read`), or None where it reads all of it."""
+    call = next(op for op in kernel.body.block.ops if isinstance(op, func.CallOp))
+    read = ukernels.conv_input_read(call, first, first + rows)
+    x = call.arguments[0]
+    if read is None or not isinstance(x.owner, memref.AllocOp):
+        return None
+    return (x, *read)
+
+
+def _restricted(generic: GenericOp, axis: int, begin: int, end: int) -> tuple[list[Operation], SSAValue | None]:
+    """`generic`, parallel loops writing one buffer, restricted to the iterations of one loop
+    that may write its elements begin to end - 1 along `axis` (none where no iteration does),
+    and the extent buffer that now bounds that loop (to deallocate), if any. Of the loops that
+    index `axis`, where the index is nondecreasing in each of them (no mod), the loop keeping
+    the smallest share of its iterations is restricted to [v0, v1): its dim d becomes
+    d + e + v0 in every indexing map, e a loop that iterates once (the image's), and a new
+    extent (`LoopBody.extent`) of v1 - v0 gives d its bound. With e, no operand is indexed by
+    d alone, so linalg takes d's bound from the extent, not from x's rows (MLIR would take a
+    `memref.subview` of x; graphopt's lowering has none). Winograd's copy of x into rows 16 to
+    34 of its padded buffer (x's rows 15 to 31):
+
+        affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 + 1), (d3 + 1))> over d2 < 32 (x's rows)
+        ->  affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d2 + d0) + 16), (d3 + 1))> over d2 < 17 (an extent of 17)
+    """
+    index = generic.indexing_maps.data[-1].data.results[axis]
+    ranges = generic.get_static_loop_ranges()
+    parallel = all(t.data.value == "parallel" for t in generic.iterator_types.data)
+    computed = any(isinstance(op, IndexOp) or op.name == "memref.load" for op in generic.body.walk())
+    if len(generic.outputs) != 1 or not parallel or computed or not _nondecreasing(index):
+        return [generic], None
+    kept = {dim: _iterations_writing(index, dim, ranges, begin, end) for dim in index.used_dims()}
+    if not kept:
+        return [generic], None
+    dim, (first, last) = min(kept.items(), key=lambda item: (item[1][1] - item[1][0]) / ranges[item[0]])
+    once = next((d for d, extent in enumerate(ranges) if extent == 1 and d != dim), None)
+    if once is None or (first, last) == (0, ranges[dim]):
+        return [generic], None
+    if last <= first:
+        generic.erase()
+        return [], None
+    shifted = AffineDimExpr(dim) + AffineDimExpr(once) + first
+    dims = [shifted if d == dim else AffineDimExpr(d) for d in range(len(ranges))]
+    maps = [m.data.replace_dims_and_symbols(dims, [], len(ranges), 0) for m in generic.indexing_maps.data]
+    extent = memref.AllocOp.get(i64, shape=[last - first])
+    body = generic.body.clone()
+    inputs = len(generic.inputs)
+    body.block.insert_arg(i64, inputs)
+    maps.insert(inputs, AffineMap(len(ranges), 0, (AffineDimExpr(dim),)))
+    restricted = GenericOp(
+        [*generic.inputs, extent.memref], generic.outputs, body, [AffineMapAttr(m) for m in maps], generic.iterator_types
+    )
+    restricted.attributes.update(generic.attributes)
+    generic.erase()
+    return [extent, restricted], extent.memref
+
+
+def _nondecreasing(index: AffineExpr) -> bool:
+    """Whether `index` never decreases as any of its dims grows: sums, products by constants of
+    at least 0 and floor or ceil divisions by positive constants of such terms (no mod)."""
+    if isinstance(index, (AffineDimExpr, AffineConstantExpr)):
+        return True
+    if not isinstance(index, AffineBinaryOpExpr):
+        return False
+    lhs, rhs, kind = index.lhs, index.rhs, index.kind
+    if kind == AffineBinaryOpKind.Add:
+        return _nondecreasing(lhs) and _nondecreasing(rhs)
+    if kind == AffineBinaryOpKind.Mul and isinstance(lhs, AffineConstantExpr):
+        lhs, rhs = rhs, lhs
+    constant = rhs.value if isinstance(rhs, AffineConstantExpr) else None
+    if kind == AffineBinaryOpKind.Mul:
+        return constant is not None and constant >= 0 and _nondecreasing(lhs)
+    if kind in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.CeilDiv):
+        return constant is not None and constant > 0 and _nondecreasing(lhs)
+    return False
+
+
+def _iterations_writing(index: AffineExpr, dim: int, ranges: Sequence[int], begin: int, end: int) -> tuple[int, int]:
+    """[v0, v1): the values of loop `dim` for which `index` (nondecreasing in every dim) reaches
+    [begin, end) for some values of the other loops: from the first whose highest index
+    reaches begin to the first whose lowest reaches end."""
+
+    def at(value: int, others_last: bool) -> int:
+        dims = [value if d == dim else (extent - 1 if others_last else 0) for d, extent in enumerate(ranges)]
+        return index.eval(dims, [])
+
+    values = range(ranges[dim])
+    first = bisect.bisect_left(values, begin, key=lambda v: at(v, True))
+    last = bisect.bisect_left(values, end, key=lambda v: at(v, False))
+    return first, max(first, last)
 
 
 def _reads_rows_only(generic: GenericOp, dim: int = 0) -> bool:

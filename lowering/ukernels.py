@@ -301,8 +301,8 @@ def conv_output_rows(ukernel_call: func.CallOp) -> tuple[int, int] | None:
     (`conv_lanes.BLOCKS` blocks of 16: 32 channels on AVX-512), so a conv of one tile (DenseNet's
     128->32 3x3s) ran on one thread; smaller tiles of channels, 16 a chunk, ran no faster at 2
     threads than one chunk (one weight load and P broadcasts for P FMAs: bound by loads). A chunk of output rows
-    keeps the tile, reads all of w and its rows of x; each chunk pads x into its own phases
-    whole (`row_split.output_row_split`). Measured on 2026-11-28 (Emerald Rapids, AVX-512, 2
+    keeps the tile, reads all of w and its rows of x, which it pads into its own phases
+    (`row_split.output_row_split`). Measured on 2026-11-28 (Emerald Rapids, AVX-512, 2
     threads, interleaved with ORT in one process): 128->32 3x3 at 56 2.72 -> 1.51-1.71 ms (ORT
     0.86-1.19), DenseNet-121 1.19x faster whole. Alone, convs of two tiles or more gained
     nothing by rows (128->128 3x3/2 at 56 0.97x, 64->128 3x3/2 1.05x, 192->320 at 7 1.51x); inside
@@ -321,6 +321,21 @@ def conv_output_rows(ukernel_call: func.CallOp) -> tuple[int, int] | None:
     one_tile = out_channels <= LANES_ROW_SPLIT_CHANNEL_TILES * conv_lanes.BLOCKS * weights[-1]
     x_larger = 0 < LANES_ROW_SPLIT_X_OVER_W * math.prod(weights) < math.prod(parts.first.type.get_shape())
     return (out_h, granule) if batch == 1 and (one_tile or x_larger) and out_h >= 2 * granule else None
+
+
+def conv_input_read(ukernel_call: func.CallOp, first: int, end: int) -> tuple[int, int, int] | None:
+    """(axis, begin, end): the part of a conv ukernel call's first operand, a temporary, that
+    its output rows first to end - 1 (`conv_output_rows`) read: rows of Winograd's padded x
+    (`conv_winograd.rows_read`), elements of the lanes conv's phase rows
+    (`conv_lanes.phases_read`); all of it elsewhere (None)."""
+    name = ukernel_call.callee.string_value()
+    types = [v.type for v in ukernel_call.arguments]
+    kind, rank = _kind(name), len(types[0].get_shape())
+    if kind is conv_winograd:
+        return 2, *conv_winograd.rows_read(types[0].get_shape(), first, end)
+    if kind is conv_lanes and rank == 5:
+        return 4, *conv_lanes.phases_read(name, types, first, end)
+    return None
 
 
 class ChannelUnits(NamedTuple):

@@ -5,20 +5,26 @@ against the interpreter; batches of several images keep their chunks of images."
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_direct_conv import conv_layer, ukernel_convs
 from test_graph_to_linalg import sample
+from xdsl.context import Context
 from xdsl.dialects import func
+from xdsl.dialects.linalg.ops import GenericOp
 
 import graphopt
 from graphopt.backends import cpu
 from graphopt.builder import GraphBuilder
-from graphopt.lowering import direct_conv, packed_gemm, row_split, ukernels
+from graphopt.lowering import direct_conv, output_rows, packed_gemm, row_split, ukernels
+from graphopt.lowering.convert_graph_to_linalg import ConvertGraphToLinalgPass
 from graphopt.lowering.linalg.schedule import CpuSchedule
-from graphopt.lowering.pipelines import CPU
+from graphopt.lowering.pipelines import CPU, parsed_pipeline
+from graphopt.transforms.fuse import FusePass
 
 
 def conv_block(x_shape, w_shape, strides=(1, 1), padding=(0, 0, 0, 0), groups=1, epilogue="bias"):
@@ -287,3 +293,59 @@ def test_im2col_gemms_split_by_output_rows(monkeypatch, batch, x_shape, w_shape,
         assert not any(packed_gemm.COLUMNS_MARK in callee for callee in chunk_calls)
     else:
         assert sorted(int(callee.rsplit(packed_gemm.COLUMNS_MARK, 1)[1]) for callee in chunk_calls) == sorted(columns)
+
+
+def _writes(generic: GenericOp) -> set[tuple[int, ...]]:
+    """The elements of its one output that a loop nest writes."""
+    written = generic.indexing_maps.data[-1].data
+    return {written.eval(point, []) for point in itertools.product(*map(range, generic.get_static_loop_ranges()))}
+
+
+def _writes_into(kernel: func.FuncOp, buffer) -> set[tuple[int, ...]]:
+    generics = [op for op in kernel.body.block.ops if isinstance(op, GenericOp) and list(op.outputs) == [buffer]]
+    return set().union(*map(_writes, generics))
+
+
+OUTPUT_ROW_CHUNKS = [
+    # x, w, strides, dilations, padding, ukernel
+    ((1, 3, 15, 13), (24, 3, 3, 3), (2, 2), (1, 1), (1, 1, 1, 1), "lanes"),  # stride 2, odd rows and columns
+    ((1, 4, 17, 10), (24, 4, 5, 5), (1, 1), (2, 2), (3, 1, 2, 4), "lanes"),  # 5x5, dilation 2, uneven padding
+    ((1, 3, 29, 13), (24, 3, 7, 7), (2, 2), (1, 1), (3, 3, 3, 3), "lanes"),  # a 7x7/2 stem
+    ((1, 6, 29, 13), (9, 6, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1), "winograd"),  # odd output rows: a half tile
+    ((1, 5, 30, 9), (9, 5, 3, 3), (1, 1), (1, 1), (0, 1, 2, 1), "winograd"),  # uneven padding
+]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, strides, dilations, padding, ukernel", OUTPUT_ROW_CHUNKS)
+def test_output_row_chunks_copy_the_rows_of_x_they_read(monkeypatch, x_shape, w_shape, strides, dilations, padding, ukernel):
+    """A conv split by output rows (`row_split.output_row_split`): each chunk's loop nests that
+    pad x (or copy it into stride phases) write every element of the rows its ukernel call reads
+    (`ukernels.conv_input_read`) that the whole kernel's write, and fewer elements than those;
+    NaN and inf in x's first, middle and last rows, each chunk's results the interpreter's."""
+    monkeypatch.setattr(CpuSchedule, "lanes_conv", lambda self, op: ukernel == "lanes")
+    monkeypatch.setattr(CpuSchedule, "winograd_conv", lambda self, op: ukernel == "winograd")
+    g = GraphBuilder()
+    w = g.constant(sample(w_shape, seed=1, specials=False))
+    module = g.finish(g.relu(g.conv2d(g.input("x", x_shape), w, strides=strides, dilations=dilations, padding=padding)))
+    lowered = module.clone()
+    FusePass().apply(Context(), lowered)
+    ConvertGraphToLinalgPass().apply(Context(), lowered)
+    parsed_pipeline("linalg-generalize-named-ops,split-rows{threads=2 min-work=0}").apply(Context(), lowered)
+    functions = {f.sym_name.data: f for f in lowered.ops if isinstance(f, func.FuncOp) and f.body.blocks}
+    (kernel,) = (f for f in functions.values() if f.attributes.get("graph.row_chunks"))
+    out_h = module.body.block.first_op.function_type.outputs.data[0].get_shape()[2]
+    whole_call = next(op for op in kernel.walk() if isinstance(op, func.CallOp))
+    assert ukernels._kind(whole_call.callee.string_value()).__name__.endswith(f"conv_{ukernel}")
+    whole = _writes_into(kernel, whole_call.arguments[0])
+    chunk_names = [pair.data[0].data for pair in kernel.attributes["graph.row_chunks"].data]
+    assert len(chunk_names) == 2
+    for name in chunk_names:
+        call = next(op for op in functions[name].walk() if isinstance(op, func.CallOp))
+        first, end = output_rows.row_range(call.callee.string_value(), out_h)
+        axis, begin, stop = ukernels.conv_input_read(call, first, end)
+        read = {element for element in whole if begin <= element[axis] < stop}
+        written = _writes_into(functions[name], call.arguments[0])
+        assert read <= written < whole
+    x = sample(x_shape, specials=False)
+    x[0, 0, [0, x_shape[2] // 2, -1], [1, 2, -1]] = [np.nan, np.inf, -np.inf]
+    compiled_calls(monkeypatch, module, x)

@@ -537,7 +537,7 @@ def test_one_tile_of_channels_splits_by_output_rows(monkeypatch, x_shape, stride
     """At 2 threads a conv of one image and one register tile of output channels (BLOCKS blocks
     of 16; here 8 fewer, a partial block) runs as two chunks of output rows starting at a multiple
     of a super-tile's rows (`conv_lanes.super_tile_rows`): each a function of its own calling the
-    ukernel for its rows (`_oh<first>to<end>`) on all of w, its phases of all of x, the bias,
+    ukernel for its rows (`_oh<first>to<end>`) on all of w, its phases of its rows of x, the bias,
     residual and out. Bias, residual and relu in the tile, NaN and inf in x and the residual:
     the interpreter's results. Where the rows are fewer than two super-tiles, one chunk (whole)."""
     monkeypatch.setitem(CPU.defaults, "min_work", 0)

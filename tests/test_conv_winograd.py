@@ -172,7 +172,7 @@ def test_two_threads_split_many_positions_per_channel_by_output_rows(monkeypatch
     """9 output channels of 29 x 13 (377 positions a channel, at least
     WINOGRAD_ROW_SPLIT_POSITIONS_PER_CHANNEL) on two threads: chunks of output rows, 16 and 13
     (from a tile row), each a function of its own calling the ukernel for its rows
-    (`_oh<first>to<end>`) on all of x padded, U, w, the residual and out, with a scratch buffer
+    (`_oh<first>to<end>`) on x padded (its rows), U, w, the residual and out, with a scratch buffer
     of its own; bands of 2 tile rows, the second chunk's last one of 1 output row. An inf in x
     runs the bands of the chunk whose tiles reach it as the direct conv: the interpreter's results."""
     monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
