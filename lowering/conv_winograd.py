@@ -7,12 +7,12 @@ zero-padded (`padding`: rows and columns past the tiles' for the vectors that re
 and passes U = G w G^T packed at compile time, o-major ([O, 16, C], `pack`: a chunk of output
 channels is a slice), w itself, and a scratch buffer it allocates (`scratch_shape`):
 
-    func.call @graphopt_sconv_wino_eaddAP0.maxS0C00000000_1x64x59x59_64x16x64_64x64x3x3_16x128x521_64x1x1_1x64x56x56(
+    func.call @graphopt_sconv_wino_eaddAP0.maxS0C00000000_1x64x59x59_64x16x64_64x64x3x3_16x128x129_64x1x1_1x64x56x56(
         %x_padded, %u, %w, %scratch, %bias, %out)
 
 The scratch buffer [16, C + O, R] holds V [16, C, R] and M [16, O, R] of a band of tile rows
-(`band_rows`: the most whose scratch fits in SCRATCH_BYTES; 18 of the 28 tile rows above, then
-10). Per image and band, three stages (R: the band's tiles + SLACK or a few more, `scratch_row`):
+(`band_rows`: the most whose scratch fits in 1 MB where U is small, as above, else 4 MB; 4 of
+the 28 tile rows above, 7 times). Per image and band, three stages (R: the band's tiles + SLACK or a few more, `scratch_row`):
 
 1. input transform: for each input channel and tile row, vectors of 16 tiles: each of the
    tile's 4 input rows is loaded as 32 floats at column 2j and at 2j + 2 and split into even and
@@ -71,7 +71,24 @@ CHUNK_CHANNELS = 16
 SLACK = VECTOR
 """Floats past a band's tiles in each row of the scratch buffer: a tile row's last vector writes up to 15 past them."""
 SCRATCH_BYTES = 4 << 20
-"""Bytes of the scratch buffer (V and M of a band of tile rows, `band_rows`) at most, unless one tile row needs more."""
+"""Bytes of the scratch buffer (V and M of a band of tile rows, `band_rows`) at most, unless one
+tile row needs more, where U is larger than SMALL_U_BYTES."""
+SMALL_U_BYTES = 256 << 10
+SMALL_U_SCRATCH_BYTES = 1 << 20
+"""Bytes of the scratch buffer at most where U holds SMALL_U_BYTES or fewer: V, M and U then
+stay in L2 (2 MB on Emerald Rapids) through the three stages, and each band reads U again from
+L2. Where U is larger, each band reads it again from L3 or memory, and fewer, larger bands win.
+Measured on 2026-11-29 (Emerald Rapids, AVX-512; interleaved; in a model, each step timed in
+plan order with both plans in one process, two runs each):
+- ResNet-50's 64->64 3x3s at 56 (U 256 KB; 7 bands of 4 tile rows, 0.9 MB, rather than 18 + 10
+  rows, 4 MB): 0.771 and 0.776 at 1 thread, 0.730 and 0.736 at 2; ResNet-18-ish's 0.776 and
+  0.770, 0.748 and 0.729 (its steps' sum 0.95 and 0.93); SqueezeNet's 32->128 at 27 (U 256 KB)
+  0.90-0.94;
+- a 1 MB budget for every U: ResNet-50's 128->128 at 28 (U 1 MB, 4 bands rather than 1) 1.12
+  and 1.10 at 1 thread (0.91 at 2), its 256->256 at 14 (U 4 MB) 1.22-1.23 and 1.17-1.18;
+- alone (1 thread; 512 KB, 1, 2 and 4 MB): 64->64 at 56 0.82, 0.79, 0.98, 1; 64->64 at 112 0.86,
+  0.78, 0.90, 1; 128->128 at 56 (U 1 MB) 1.02, 0.91, 0.94, 1 (alone U stays in cache: the model's
+  1.12 above is the rule's ground); 256->256 at 14 1.58, 1.20, 1.00, 1."""
 
 G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
 """The weight transform: U = G w G^T (4x4 per output and input channel)."""
@@ -123,10 +140,12 @@ def pack(w: np.ndarray) -> np.ndarray:
 
 def band_rows(channels: int, out_shape: Sequence[int]) -> int:
     """Tile rows per band: the most whose scratch (V and M, 64 (C + O) bytes a tile) fits in
-    SCRATCH_BYTES, at least one."""
+    SMALL_U_SCRATCH_BYTES where U (64 C O bytes) holds SMALL_U_BYTES or fewer, else in
+    SCRATCH_BYTES; at least one."""
     _, out_channels, out_h, out_w = out_shape
     tile_bytes = 16 * 4 * (channels + out_channels)
-    return max(1, min(tiles_across(out_h), SCRATCH_BYTES // (tile_bytes * tiles_across(out_w))))
+    budget = SMALL_U_SCRATCH_BYTES if 64 * channels * out_channels <= SMALL_U_BYTES else SCRATCH_BYTES
+    return max(1, min(tiles_across(out_h), budget // (tile_bytes * tiles_across(out_w))))
 
 
 def rows_read(x_shape: Sequence[int], first: int, end: int) -> tuple[int, int]:

@@ -137,11 +137,12 @@ def test_non_finite_x_in_the_last_tile_row_of_odd_sizes(special):
     ],
 )
 def test_bands_of_tile_rows(monkeypatch, out_h, out_w, band_tiles, epilogue, inf_at):
-    """A scratch buffer of 2 tile rows (`band_rows`), without and with an inf in x."""
+    """A scratch buffer of 2 tile rows (`band_rows`; U of 6 x 9 channels, 3.4 KB, takes
+    SMALL_U_SCRATCH_BYTES), without and with an inf in x."""
     monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
     monkeypatch.setattr(jit, "_cache", {})
     x_shape = (1, 6, out_h, out_w)
-    monkeypatch.setattr(conv_winograd, "SCRATCH_BYTES", 16 * 4 * (6 + 9) * band_tiles * 2)
+    monkeypatch.setattr(conv_winograd, "SMALL_U_SCRATCH_BYTES", 16 * 4 * (6 + 9) * band_tiles * 2)
     assert conv_winograd.band_rows(6, (1, 9, out_h, out_w)) == 2
     module = conv_block(x_shape, (9, 6, 3, 3), padding=(1, 1, 1, 1), epilogue=epilogue)
     x = sample(x_shape, specials=False)
@@ -177,7 +178,7 @@ def test_two_threads_split_many_positions_per_channel_by_output_rows(monkeypatch
     runs the bands of the chunk whose tiles reach it as the direct conv: the interpreter's results."""
     monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
     monkeypatch.setattr(jit, "_cache", {})
-    monkeypatch.setattr(conv_winograd, "SCRATCH_BYTES", 16 * 4 * (6 + 9) * 7 * 2)
+    monkeypatch.setattr(conv_winograd, "SMALL_U_SCRATCH_BYTES", 16 * 4 * (6 + 9) * 7 * 2)
     assert conv_winograd.band_rows(6, (1, 9, 29, 13)) == 2
     module = conv_block((1, 6, 29, 13), (9, 6, 3, 3), padding=(1, 1, 1, 1), epilogue="residual_relu")
     x, residual = sample((1, 6, 29, 13), specials=False), sample((1, 9, 29, 13), seed=4, specials=False)
@@ -189,6 +190,23 @@ def test_two_threads_split_many_positions_per_channel_by_output_rows(monkeypatch
     chunks = sorted(callee for kernel, callee in calls.items() if "_oh" in kernel)
     assert [callee.rsplit("_", 1)[1] for callee in chunks] == ["oh0to16", "oh16to29"]
     assert all(callee.startswith(f"{conv_winograd.PREFIX}_") for callee in chunks)
+
+
+@pytest.mark.parametrize(
+    "channels, out_channels, size, rows",
+    [
+        (64, 64, 56, 4),  # U 256 KB: V and M of 4 tile rows (224 KB each) in 1 MB
+        (32, 128, 27, 7),  # U 256 KB (SqueezeNet's expand 3x3): 140 KB a tile row
+        (128, 128, 28, 14),  # U 1 MB: all 14 tile rows (3.1 MB) in 4 MB
+        (64, 64, 224, 1),  # 896 KB a tile row
+        (256, 256, 56, 4),  # U 4 MB: 896 KB a tile row
+    ],
+)
+def test_bands_fit_l2_where_u_is_small(channels, out_channels, size, rows):
+    """A band's scratch (V and M) fits SMALL_U_SCRATCH_BYTES (1 MB) where U holds SMALL_U_BYTES
+    (256 KB) or fewer, so that V, M and U stay in L2 across the three stages; else
+    SCRATCH_BYTES (4 MB), where more bands would each read U again."""
+    assert conv_winograd.band_rows(channels, (1, out_channels, size, size)) == rows
 
 
 def test_stage_1_writes_zeros_past_a_bands_tiles():
