@@ -96,6 +96,17 @@ ORT) 64->16 0.81x -> 0.72-0.76x, 16->64 0.99-1.15x -> 0.87-0.91x, 64->64 0.97-0.
 but 128->16 0.82-0.89x -> 0.86-0.94x. At 27x27 (2916 bytes apart, within a page) the far line
 took 128->32 and 256->32 4-16% longer in the model: they keep the first line. AVX-512's IR is
 unchanged (PREFETCH_B off)."""
+PREFETCH_A = True
+"""Whether, on row-major b (a conv) of one panel of columns or fewer (`_Ukernel._prefetches_a`),
+each k step of a full row tile prefetches a line of the next row tile's a: the conv's weights,
+read once and cold in a model (ResNet-50's 512->2048 1x1s at 7x7: 4 MB for 49 columns). Measured
+on 2026-11-29 (Emerald Rapids, AVX-512; each step in ResNet-50's plan order, both plans in one
+process, interleaved, two runs): 512->2048 at 7 0.843 and 0.848 at 1 thread, 0.860 and 0.868 at
+2; 2048->512 at 7 0.93 and 0.95-0.98; 1024->2048 1x1/2 at 14 (49 columns) 0.96; the steps' sum
+0.98-0.99; DenseNet-121's 1x1s at 7 0.88-0.99, Inception-v2's 0.94-0.98. The eighteenth
+session's version prefetched on every conv GEMM: its 1x1s of many panels, which read a again
+from cache for each panel, ran 1.00-1.04x (the prefetch takes a load slot) and the steps' sum
+did not move (1.005)."""
 ROWS = 6
 """Rows of a per register tile."""
 DEPTH = 256
@@ -276,7 +287,7 @@ class _Ukernel(LLVMText):
         self.b_stride = b_stride or n
 
     def text(self) -> str:
-        if self._prefetches() or self._prefetches_b():
+        if self._prefetches() or self._prefetches_b() or self._prefetches_a():
             self.emit(tile_epilogue.PREFETCH_DECLARATION)
         tile_rows = sorted({r for r in (ROWS, self.rows % ROWS) if r and r <= self.rows})
         tile_columns = sorted({c for c in (PANEL, self.n % PANEL) if c and c <= self.n})
@@ -317,6 +328,7 @@ class _Ukernel(LLVMText):
         e = self.emit
         epilogue = f", i1 %last{tile_epilogue.parameters(self.epilogue)}" if self.epilogue else ""
         ahead = (", i64 %ahead" if self._prefetches() else "") + (", i64 %b.ahead" if self._prefetches_b() else "")
+        ahead += ", i64 %a.ahead" if self._prefetches_a() else ""
         self.define(
             f"define internal void {self._tile_name(rows, columns)}(ptr %a, ptr %b, ptr %c, i64 %kc, i1 %first{ahead}{epilogue}) alwaysinline {{"
         )
@@ -344,6 +356,13 @@ class _Ukernel(LLVMText):
         if self._prefetches_b() and looped:
             e("  %b.next = getelementptr float, ptr %b.ptr.0, i64 %b.ahead")
             e("  call void @llvm.prefetch.p0(ptr %b.next, i32 0, i32 3, i32 1)")
+        if self._prefetches_a():  # the next tile's row k mod `rows` at column k: each line of its rows twice or more
+            e(f"  %a.row = urem i64 %k, {rows}")
+            e(f"  %a.row.at = mul i64 %a.row, {self.a_stride}")
+            e("  %a.next.row = add i64 %a.row.at, %a.ahead")
+            e("  %a.next.at = add i64 %a.next.row, %k")
+            e("  %a.next = getelementptr float, ptr %a, i64 %a.next.at")
+            e("  call void @llvm.prefetch.p0(ptr %a.next, i32 0, i32 3, i32 1)")
         for r in range(rows):
             e(f"  %a.at.{r} = add i64 %k, {r * self.a_stride}")
             e(f"  %a.ptr.{r} = getelementptr float, ptr %a, i64 %a.at.{r}")
@@ -384,6 +403,13 @@ class _Ukernel(LLVMText):
         `b_ahead` of `_row_tiles`, PANEL floats, or 0 in the last panel (so nothing past b's rows);
         see `_prefetches_b_far_line` for rows off lines a page apart."""
         return PREFETCH_B and self.layout == ROW_MAJOR
+
+    def _prefetches_a(self) -> bool:
+        """Whether each k step of the tiles prefetches a line of the next row tile's a
+        (`PREFETCH_A`): on row-major b of one panel or fewer, where each row tile of a is read by
+        one tile only and a (a conv's weights, cold in a model) streams from memory; with more
+        panels the tiles of the next panels read it again from cache."""
+        return PREFETCH_A and self.layout == ROW_MAJOR and self.n <= PANEL
 
     def _prefetches_b_far_line(self) -> bool:
         """Whether the tiles' prefetch of b (`_prefetches_b`) takes the line of the next panel's
@@ -568,7 +594,7 @@ class _Ukernel(LLVMText):
         tiles, rest = divmod(rows, ROWS)
         first, last = flags
 
-        def call(rows: int, row: str, ahead: str = "0") -> None:
+        def call(rows: int, row: str, ahead: str = "0", a_ahead: str = "0") -> None:
             a_r = self.pointer(a, self.value(f"mul i64 {row}, {self.a_stride}"))
             c_r = self.pointer(c, self.value(f"mul i64 {row}, {self.out_stride}"))
             if self.epilogue:
@@ -577,15 +603,17 @@ class _Ukernel(LLVMText):
             else:
                 epilogue = ""
             prefetch = (f", i64 {ahead}" if self._prefetches() else "") + (f", i64 {b_ahead}" if self._prefetches_b() else "")
+            prefetch += f", i64 {a_ahead}" if self._prefetches_a() else ""
             self.emit(f"  call void {self._tile_name(rows, columns)}(ptr {a_r}, ptr {b}, ptr {c_r}, i64 {kc}, i1 {first}{prefetch}{epilogue})")
 
         def full_tile(t: str) -> None:
             """Tile t of the full ones; it prefetches the next full tile's lines, the last its own."""
-            ahead = "0"
-            if self._prefetches():
-                has_next = self.value(f"icmp ult i64 {t}, {tiles - 1}")
-                ahead = self.value(f"select i1 {has_next}, i64 {ROWS * self.out_stride}, i64 0")
-            call(ROWS, self.value(f"mul i64 {t}, {ROWS}"), ahead)
+            has_next = self.value(f"icmp ult i64 {t}, {tiles - 1}") if self._prefetches() or self._prefetches_a() else ""
+            ahead, a_ahead = (
+                self.value(f"select i1 {has_next}, i64 {ROWS * stride}, i64 0") if prefetches else "0"
+                for stride, prefetches in ((self.out_stride, self._prefetches()), (self.a_stride, self._prefetches_a()))
+            )
+            call(ROWS, self.value(f"mul i64 {t}, {ROWS}"), ahead, a_ahead)
 
         self.loop(tiles, full_tile)
         if rest:

@@ -269,6 +269,31 @@ def test_row_tiles_prefetch_the_next_tiles_out_and_residual_lines(monkeypatch, p
     check_compiled(monkeypatch, module, sample(x_shape), sample(out_shape, seed=4), threads=threads)
 
 
+@pytest.mark.parametrize("prefetch", [True, False])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_row_tiles_of_one_panel_prefetch_the_next_tiles_a(monkeypatch, prefetch, threads):
+    """40 output channels on 7 x 7 = 49 columns, one panel or fewer: row tiles of 6 (six) and of
+    4, each of a's rows read by one tile only. Each k step of a full tile but the last prefetches
+    a line of the next one's a, 6 rows of 24 floats on: its row k mod 6 at column k, so every
+    line of its rows twice or more; the last full tile and the tile of 4 rows their own rows
+    (ahead 0), so that no prefetch passes a's last row. None with `packed_gemm.PREFETCH_A` off;
+    none on 143 columns (the test above). Bias, residual and relu; NaN and inf in x; 1 and 2
+    threads (by output channels)."""
+    monkeypatch.setattr(packed_gemm, "PREFETCH_A", prefetch)
+    x_shape = (1, 24, 7, 7)
+    module, ukernel_ir = residual_relu_gemm(monkeypatch, x_shape, (40, 24, 1, 1))
+    ir = ukernel_ir()
+    assert ("%a.row = urem i64 %k, 6" in tile_function(ir, 6, 49)) == prefetch
+    assert ("%a.row = urem i64 %k, 4" in tile_function(ir, 4, 49)) == prefetch
+    if prefetch:
+        assert "%a.next.row = add i64 %a.row.at, %a.ahead" in tile_function(ir, 6, 49)
+        aheads = dict(re.findall(r"\.tile(\d)x49\(ptr [^,]+, ptr [^,]+, ptr [^,]+, i64 [^,]+, i1 [^,]+, i64 (%?\w+),", ir))
+        assert aheads["4"] == "0"
+        assert re.search(rf"{aheads['6']} = select i1 %v\d+, i64 {6 * 24}, i64 0\n", ir)
+    assert ("%a.row" in tile_function(residual_relu_gemm(monkeypatch, (1, 24, 9, 9), (40, 24, 1, 1))[1](), 6, packed_gemm.PANEL)) is False
+    check_compiled(monkeypatch, module, sample(x_shape), sample((1, 40, 7, 7), seed=4), threads=threads)
+
+
 @pytest.mark.parametrize("far_line", [True, False])
 @pytest.mark.parametrize("batch, threads", [(1, 1), (1, 2), (2, 1)])
 def test_1x1_prefetching_b_far_line_matches_interpreter(monkeypatch, far_line, batch, threads):
