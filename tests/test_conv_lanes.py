@@ -404,6 +404,26 @@ def test_1x1_of_stride_1_reads_x_in_place():
     check_compiled(module, sample(x_shape), threads=2)
 
 
+@pytest.mark.parametrize("x_shape, strides, out_shape", [((1, 24, 9, 11), (2, 3), (5, 4)), ((1, 6, 60, 31), (2, 2), (30, 16))])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_1x1_of_larger_strides_copies_the_one_phase_it_reads(monkeypatch, x_shape, strides, out_shape, threads):
+    """A 1x1 of strides (2, 3) or 2 without padding reads x at (i sh, j sw) only: the conv copies
+    those positions into the phases of a 1x1 of stride 1 on rows of OW ([N, C, 1, 1, OH * OW],
+    `conv._subsampled`), not all sh * sw phases of x. At 2 threads the second conv, whose x
+    outweighs its w, splits by output rows, each chunk copying its rows only. NaN and inf in x:
+    the interpreter's results."""
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    module = conv_layer(x_shape, sample((40, x_shape[1], 1, 1), seed=1, specials=False), strides)
+    (call,) = lanes_calls(module)
+    assert call.arguments[0].type.get_shape() == (1, x_shape[1], 1, 1, out_shape[0] * out_shape[1])
+    assert f"_r{out_shape[1]}_" in call.callee.string_value()
+    if threads == 1:
+        check_compiled(module, sample(x_shape), threads=1)
+        return
+    _, calls = compiled_calls(monkeypatch, module, sample(x_shape))
+    assert any("_oh" in kernel for kernel in calls) == (x_shape[2] == 60)
+
+
 @pytest.mark.parametrize("prefetch", [True, False])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_tiles_prefetch_the_next_line_of_their_channels_out_and_residual(monkeypatch, prefetch, threads, tile):
