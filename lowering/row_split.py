@@ -514,15 +514,15 @@ def _restricted(generic: GenericOp, axis: int, begin: int, end: int) -> tuple[li
     that may write its elements begin to end - 1 along `axis` (none where no iteration does),
     and the extent buffer that now bounds that loop (to deallocate), if any. Of the loops that
     index `axis`, where the index is nondecreasing in each of them (no mod), the loop keeping
-    the smallest share of its iterations is restricted to [v0, v1): its dim d becomes
-    d + e + v0 in every indexing map, e a loop that iterates once (the image's), and a new
-    extent (`LoopBody.extent`) of v1 - v0 gives d its bound. With e, no operand is indexed by
-    d alone, so linalg takes d's bound from the extent, not from x's rows (MLIR would take a
-    `memref.subview` of x; graphopt's lowering has none). Winograd's copy of x into rows 16 to
-    34 of its padded buffer (x's rows 15 to 31):
+    the smallest share of its iterations is restricted to [v0, v1): its dim d becomes d + v0
+    in every indexing map (`d floordiv 1` for v0 = 0, as `LoopBody.operand_index` writes a dim
+    over part of an operand's), and a new extent (`LoopBody.extent`) of v1 - v0 gives d its
+    bound: no operand is indexed by d alone, so linalg takes d's bound from the extent, not from
+    x's rows (MLIR would take a `memref.subview` of x; graphopt's lowering has none).
+    Winograd's copy of x into rows 16 to 34 of its padded buffer (x's rows 15 to 31):
 
         affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 + 1), (d3 + 1))> over d2 < 32 (x's rows)
-        ->  affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d2 + d0) + 16), (d3 + 1))> over d2 < 17 (an extent of 17)
+        ->  affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d2 + 15) + 1), (d3 + 1))> over d2 < 17 (an extent of 17)
     """
     index = generic.indexing_maps.data[-1].data.results[axis]
     ranges = generic.get_static_loop_ranges()
@@ -534,13 +534,12 @@ def _restricted(generic: GenericOp, axis: int, begin: int, end: int) -> tuple[li
     if not kept:
         return [generic], None
     dim, (first, last) = min(kept.items(), key=lambda item: (item[1][1] - item[1][0]) / ranges[item[0]])
-    once = next((d for d, extent in enumerate(ranges) if extent == 1 and d != dim), None)
-    if once is None or (first, last) == (0, ranges[dim]):
+    if (first, last) == (0, ranges[dim]):
         return [generic], None
     if last <= first:
         generic.erase()
         return [], None
-    shifted = AffineDimExpr(dim) + AffineDimExpr(once) + first
+    shifted = AffineDimExpr(dim) + first if first else AffineDimExpr(dim) // 1
     dims = [shifted if d == dim else AffineDimExpr(d) for d in range(len(ranges))]
     maps = [m.data.replace_dims_and_symbols(dims, [], len(ranges), 0) for m in generic.indexing_maps.data]
     extent = memref.AllocOp.get(i64, shape=[last - first])

@@ -166,7 +166,7 @@ func.func @main(%x: tensor<1x3x37x37xf32>, %w: tensor<64x3x3x3xf32>, %b: tensor<
 // of its own, pads the rows of x that its output rows read into its own phases and calls the
 // ukernel for its rows (the name ends in _oh<first>to<end>) on every argument passed whole.
 // Rows 3 to 5 read padded rows 3 to 7, x's rows 2 to 5: the copy's loop over x's rows runs 4
-// times from row 2 (d0 iterates once; an extent of 4 bounds d2), and of the fills around x the
+// times from row 2 (an extent of 4 bounds d2), and of the fills around x the
 // one above x's first row is left out.
 // CHECK-LABEL: func.func @fused_conv2d_add_relu_0(%0: memref<1x4x6x28xf32>, %1: memref<16x1x1xf32>, %2: memref<1x4x3x3x16xf32> {{.*}}, %3: memref<1x16x6x28xf32>)
 // CHECK-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_add_relu_0_oh0to3", 0 : i64], ["fused_conv2d_add_relu_0_oh3to6", 3 : i64]]
@@ -178,7 +178,7 @@ func.func @main(%x: tensor<1x3x37x37xf32>, %w: tensor<64x3x3x3xf32>, %b: tensor<
 // CHECK-COUNT-2: linalg.generic {{.*}} outs(%[[PHASES:.*]] : memref<1x4x1x1x{{[0-9]+}}xf32>)
 // CHECK-NOT:     linalg.generic
 // CHECK:         %[[EXTENT:.*]] = memref.alloc() : memref<4xi64>
-// CHECK-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d2 + d0) + 2), d3)>, affine_map<(d0, d1, d2, d3) -> (d2)>, {{.*}} ins(%0, %[[EXTENT]] : memref<1x4x6x28xf32>, memref<4xi64>) outs(%[[PHASES]]
+// CHECK-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 + 2), d3)>, affine_map<(d0, d1, d2, d3) -> (d2)>, {{.*}} ins(%0, %[[EXTENT]] : memref<1x4x6x28xf32>, memref<4xi64>) outs(%[[PHASES]]
 // CHECK:         func.call @graphopt_sconv_lanes_r30_d1x1_{{.*}}_1x16x6x28_oh3to6(
 func.func @main(%x: tensor<1x4x6x28xf32>, %b: tensor<16x1x1xf32>) -> tensor<1x16x6x28xf32> {
   %w = graph.constant dense<0.5> : tensor<16x4x3x3xf32>
@@ -200,15 +200,15 @@ func.func @main(%x: tensor<1x4x6x28xf32>, %b: tensor<16x1x1xf32>) -> tensor<1x16
 // CHECK-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_relu_0_oh0to16", 0 : i64], ["fused_conv2d_relu_0_oh16to32", 16 : i64]]
 // CHECK:       func.func @fused_conv2d_relu_0_oh0to16(
 // CHECK:         memref.alloc() : memref<665xi64>
-// CHECK:         affine_map<(d0, d1, d2) -> (d0, d1, ((d2 + d0) floordiv 35), ((d2 + d0) mod 35))>
+// CHECK:         affine_map<(d0, d1, d2) -> (d0, d1, ((d2 floordiv 1) floordiv 35), ((d2 floordiv 1) mod 35))>
 // CHECK:         memref.alloc() : memref<18xi64>
-// CHECK-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 + d0), d3)>
+// CHECK-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 floordiv 1), d3)>
 // CHECK:         func.call @graphopt_sconv_wino_{{.*}}_1x64x32x32_oh0to16(
 // CHECK:       func.func @fused_conv2d_relu_0_oh16to32(
 // CHECK:         memref.alloc() : memref<665xi64>
-// CHECK:         affine_map<(d0, d1, d2) -> (d0, d1, (((d2 + d0) + 560) floordiv 35), (((d2 + d0) + 560) mod 35))>
+// CHECK:         affine_map<(d0, d1, d2) -> (d0, d1, ((d2 + 560) floordiv 35), ((d2 + 560) mod 35))>
 // CHECK:         memref.alloc() : memref<17xi64>
-// CHECK-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, ((d2 + d0) + 15), d3)>
+// CHECK-NEXT:    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 + 15), d3)>
 // CHECK:         func.call @graphopt_sconv_wino_{{.*}}_1x64x32x32_oh16to32(
 func.func @main(%x: tensor<1x32x32x32xf32>) -> tensor<1x64x32x32xf32> {
   %w = graph.constant dense<0.5> : tensor<64x32x3x3xf32>
