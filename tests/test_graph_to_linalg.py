@@ -947,3 +947,36 @@ def test_f32_global_average_pool_sums_planes_by_the_row_sum_ukernel(op):
     assert list(call.arguments) == list(kernel.body.block.args)
     (divide,) = ops_of(kernel, GenericOp)
     assert list(divide.outputs) == [call.arguments[1]] and len(ops_of(divide, arith.DivfOp)) == 1
+
+
+@pytest.mark.parametrize(
+    "x_shape, perm, scaled, tiled",
+    [
+        ((1, 8, 12, 16), (0, 3, 1, 2), True, True),  # NHWC to NCHW: tiles of 4 columns, times a scale
+        ((1, 9, 24, 40), (0, 3, 1, 2), False, True),  # tiles of 8 columns
+        ((2, 5, 32, 3), (0, 3, 1, 2), True, True),  # two images, tiles of 16 columns
+        ((5, 6, 4, 16), (3, 0, 1, 2), False, True),  # x's last dim read along the first
+        ((1, 16, 8, 12), (0, 2, 3, 1), True, False),  # NCHW to NHWC: plain loops
+        ((1, 7, 7, 32), (0, 3, 1, 2), False, False),  # rows of 7: plain loops
+    ],
+)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_transposes_in_tiles_match_the_interpreter(x_shape, perm, scaled, tiled, threads):
+    """Transposes, alone or times a per-channel scale, through the whole compile (canonicalized
+    into reshapes and a transpose of fewer dims), whether they run in transposing tiles
+    (`Kernel.transposing_tile`) or not: the interpreter's results, NaN and inf included."""
+    out_shape = tuple(x_shape[p] for p in perm)
+    t = lambda shape: f"tensor<{'x'.join(map(str, shape))}xf32>"
+    scale = f"tensor<{out_shape[1]}x1x1xf32>"
+    body = f"  %0 = graph.transpose %x {{perm = array<i64: {', '.join(map(str, perm))}>}} : ({t(x_shape)}) -> {t(out_shape)}\n"
+    if scaled:
+        body += f"  %1 = graph.mul %0, %s : ({t(out_shape)}, {scale}) -> {t(out_shape)}\n"
+    arguments = f"%x: {t(x_shape)}" + (f", %s: {scale}" if scaled else "")
+    text = f"func.func @main({arguments}) -> {t(out_shape)} {{\n{body}  func.return %{int(scaled)} : {t(out_shape)}\n}}"
+    (generic,) = [op for kernel in kernels(text) for op in kernel.walk() if isinstance(op, GenericOp)]
+    assert len(generic.iterator_types.data) == (len(x_shape) + 1 if tiled else len(x_shape) - 1)
+    module = graphopt.parse(text)
+    arrays = [sample(x_shape)] + ([sample((out_shape[1], 1, 1), seed=1)] if scaled else [])
+    expected = graphopt.interpret(module, *arrays)
+    actual = graphopt.compile(module, backends=("cpu",), threads=threads)(*arrays)
+    np.testing.assert_array_equal(actual[0], expected[0])

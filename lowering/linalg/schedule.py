@@ -178,6 +178,11 @@ class PlainSchedule:
         runs those dims as one loop (`Kernel.elementwise`, `Kernel.reduction`)."""
         return False
 
+    def tiles_transposes(self) -> bool:
+        """Whether an elementwise loop that reads a buffer's last dim along another of its own
+        dims runs in transposing tiles (`Kernel.elementwise`)."""
+        return False
+
 
 class CpuSchedule(PlainSchedule):
     """The CPU's schedules: each choice measured on the CPU (see the methods)."""
@@ -340,6 +345,9 @@ class CpuSchedule(PlainSchedule):
         return True
 
     def merges_short_rows(self) -> bool:
+        return True
+
+    def tiles_transposes(self) -> bool:
         return True
 
 
