@@ -33,7 +33,8 @@ import graphopt
 from graphopt.dialects import graph
 from graphopt.lowering.linalg.abi import Group
 from graphopt.lowering.linalg.schedule import CpuSchedule
-from models import BACKENDS, load_model, model_inputs
+from models import BACKENDS, MODELS, load_model, model_inputs
+from timing import checked_models
 
 ORT_CATEGORIES = {
     "Conv": "conv", "FusedConv": "conv", "MaxPool": "pool", "AveragePool": "pool", "GlobalAveragePool": "pool",
@@ -162,7 +163,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--top", type=int, default=8, help="convs with the largest gaps to print")
     args = parser.parse_args()
-    for name in args.models.split(","):
+    for name in checked_models(parser, args.models.split(","), MODELS):
         for threads in map(int, args.threads.split(",")):
             compare(name, threads, args.repeat, args.top)
 

@@ -135,13 +135,19 @@ def parse_model_arguments(description: str, models: Sequence[str], default_model
     add_options(parser)
     args = parser.parse_args()
     names = args.models.split(",") if args.models else list(quick_models if args.quick else default_models)
-    unknown = [name for name in names if name not in models]
-    if unknown:
-        parser.error(f"unknown model(s) {', '.join(unknown)}; the models are {', '.join(models)}")
-    args.models = ",".join(names)
+    args.models = ",".join(checked_models(parser, names, models))
     if args.quick:
         args.repeat = quick_rounds
     return args
+
+
+def checked_models(parser: argparse.ArgumentParser, names: Sequence[str], models: Sequence[str]) -> list[str]:
+    """`names`, each one of `models`; else the parser's error (exit status 2) naming the unknown
+    ones and the models there are."""
+    unknown = [name for name in names if name not in models]
+    if unknown:
+        parser.error(f"unknown model(s) {', '.join(unknown)}; the models are {', '.join(models)}")
+    return list(names)
 
 
 def write_json(path: str | None, results: dict) -> None:

@@ -328,6 +328,7 @@ class Kernel:
         contiguous addresses, and `extent` gives f its bound. Not in a group that selects by
         index (pad, concat, gather): their index arithmetic would divide once per element; a
         concat whose inputs the loop's spans separate (`_lower_elementwise`) selects nothing.
+        A loop that transposes (`transposing_tile`) runs in transposing tiles instead.
         """
         tile = self.transposing_tile(shape) if span is None else None
         if tile is not None:
@@ -379,8 +380,8 @@ class Kernel:
         turn: the loops are the other dims in order, the last dim's blocks of `columns`, `axis`,
         then the columns. The buffer read along `axis` (a transpose's operand) then reads the
         lines of `columns` of its rows from L1 for every element of `axis`, and the loop writes
-        `columns` consecutive floats (a vector). NHWC [1, 56, 56, 96] to NCHW, loops (h, w block,
-        c, w in the block): out[0, c, h, 16 wb + wi] = x[0, h, 16 wb + wi, c]."""
+        `columns` consecutive floats (a vector). NHWC [1, 56, 56, 96] to NCHW, loops (n, h, w
+        block, c, w in the block) over (1, 56, 7, 96, 8): out[n, c, h, 8 wb + wi] = x[n, h, 8 wb + wi, c]."""
         rank = len(shape)
         outer = [d for d in range(rank - 1) if d != axis]
         loops = dims_of(len(outer) + 3)
