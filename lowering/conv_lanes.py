@@ -238,13 +238,13 @@ def super_tile_rows(out_w: int, kernel_w: int) -> int:
 def phases_read(name_: str, types: Sequence[MemRefType], first: int, end: int) -> tuple[int, int]:
     """(begin, end) of the elements of each phase row (axis 4 of the phases, [N, C, sh, sw, L])
     that the call computing output rows first to end - 1 reads: position (oh, ow) reads
-    oh * R + ow plus each tap's shift within its phase, up to (KH - 1) dh / sh rows of R and
-    (KW - 1) dw / sw elements on (`_shifts`)."""
-    row, (dh, dw), _ = direct_conv.parameters(name_)
+    oh * R + ow plus each tap's shift within its phase (`_shifts`), at most
+    `direct_conv.phase_reach` on."""
+    row, dilations, _ = direct_conv.parameters(name_)
     _, _, sh, sw, length = types[0].get_shape()
-    _, _, kernel_h, kernel_w, _ = types[1].get_shape()
+    window = types[1].get_shape()[2:4]
     out_w = types[-1].get_shape()[3]
-    reach = (kernel_h - 1) * dh // sh * row + (kernel_w - 1) * dw // sw
+    reach = direct_conv.phase_reach(window, dilations, (sh, sw), row)
     return first * row, min(length, (end - 1) * row + out_w + reach)
 
 

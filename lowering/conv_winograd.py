@@ -47,6 +47,7 @@ instead (vectors of 16 output columns, `_direct`), which matches the interpreter
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -144,7 +145,8 @@ def band_rows(channels: int, out_shape: Sequence[int]) -> int:
     SCRATCH_BYTES; at least one."""
     _, out_channels, out_h, out_w = out_shape
     tile_bytes = 16 * 4 * (channels + out_channels)
-    budget = SMALL_U_SCRATCH_BYTES if 64 * channels * out_channels <= SMALL_U_BYTES else SCRATCH_BYTES
+    u_bytes = 4 * math.prod(packed_shape((out_channels, channels, 3, 3)))
+    budget = SMALL_U_SCRATCH_BYTES if u_bytes <= SMALL_U_BYTES else SCRATCH_BYTES
     return max(1, min(tiles_across(out_h), budget // (tile_bytes * tiles_across(out_w))))
 
 

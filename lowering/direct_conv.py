@@ -78,6 +78,13 @@ def name(
     return f"{prefix}_r{row}_d{dilations[0]}x{dilations[1]}{steps}_{shapes}"
 
 
+def phase_reach(window: Sequence[int], dilations: Sequence[int], strides: Sequence[int], row: int) -> int:
+    """Elements past an output position's own that its window's taps read within their stride
+    phases (rows of `row`): (KH - 1) dh / sh rows and (KW - 1) dw / sw elements."""
+    (kernel_h, kernel_w), (dh, dw), (sh, sw) = window, dilations, strides
+    return (kernel_h - 1) * dh // sh * row + (kernel_w - 1) * dw // sw
+
+
 def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
     """The name of the ukernel `name_` called on memrefs of other sizes (a chunk of its images)."""
     return name(types, *parameters(name_))

@@ -242,9 +242,9 @@ def stride_phases(
     """
     top, left, _, right = padding
     _, in_channels, height, width = shape_of(x)
-    (kernel_h, kernel_w), (sh, sw), (dh, dw) = window, strides, dilations
+    sh, sw = strides
     row = -(-(width + left + right) // sw)
-    reach = (kernel_h - 1) * dh // sh * row + (kernel_w - 1) * dw // sw
+    reach = direct_conv.phase_reach(window, dilations, strides, row)
     length = max(out_h * row + reach, -(-(height + top) // sh) * row) + slack
     shape = (shape_of(x)[0], in_channels, sh, sw, length)
 
