@@ -126,6 +126,14 @@ process, 8 interleaved rounds with ORT): every conv prefetching, ResNet-50 0.974
 the others 0.99-1.00; the strided ones (this rule), ResNet-50 0.989, ResNet-18-ish 0.996, the
 MobileNet- and EfficientNet-ish and DenseNet-121 1.00, SqueezeNet 1.036 (its only strided conv is
 the stem: this host's noise)."""
+PREFETCH_1X1 = True
+"""Whether the 1x1s prefetch x as PREFETCH does for every conv, where PREFETCH is off (AVX-512):
+at 2 threads a 1x1 reads x that the other core wrote, whose lines the hardware prefetchers
+do not bring ahead across the channels' strides. On Emerald Rapids (AVX-512, 2026-11-29; each
+step in the model's plan order, both plans in one process, interleaved, two runs) at 2
+threads: ResNet-50's 1024->256 at 14 0.905 and 0.941, 256->1024 0.853 and 0.891, 1024->512
+0.747 and 0.818; DenseNet-121's 1x1s at 14 0.64-0.86 (its steps' sum 0.950 and 0.935). At 1
+thread 0.95-1.01 (ResNet-50's steps' sum 0.986 and 1.001, DenseNet-121's 0.990 and 0.998)."""
 PREFETCH_CHANNELS_1X1 = 16
 """How many input channels ahead a 1x1's step prefetches x (`PREFETCH`): its step (one channel,
 1 x 6 positions: 12 FMAs on AVX2) is too short for a line from L2 or L3 to arrive by the next
@@ -290,8 +298,13 @@ class _Ukernel(LLVMText):
         self.first_row, self.end_row = output_rows.row_range(name_, self.out_h)
         """The output rows the call computes (all of them but in a chunk of rows)."""
         self.tiles: dict[tuple[int, int, tuple[int, ...], int], str] = {}
-        self.prefetches_x = PREFETCH or (PREFETCH_STRIDED and (self.sh, self.sw) != (1, 1))
-        """Whether the tiles' steps prefetch the x of an input channel ahead (`PREFETCH`, `PREFETCH_STRIDED`)."""
+        self.prefetches_x = (
+            PREFETCH
+            or (PREFETCH_STRIDED and (self.sh, self.sw) != (1, 1))
+            or (PREFETCH_1X1 and (self.kernel_h, self.kernel_w) == (1, 1))
+        )
+        """Whether the tiles' steps prefetch the x of an input channel ahead (`PREFETCH`,
+        `PREFETCH_STRIDED`, `PREFETCH_1X1`)."""
 
     def text(self) -> str:
         if self.prefetches_x or tile_epilogue.PREFETCH:

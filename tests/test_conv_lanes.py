@@ -249,27 +249,33 @@ def test_steps_prefetch_the_next_input_channels_x(monkeypatch, prefetch, strided
 
 
 @pytest.mark.parametrize("prefetch", [True, False])
-def test_stride_1_prefetches_only_with_prefetch(monkeypatch, prefetch, tile):
-    """PREFETCH_STRIDED leaves the convs of stride 1 to PREFETCH: a 3x3 of stride 1 prefetches x
-    with PREFETCH alone."""
+@pytest.mark.parametrize("prefetch_1x1", [True, False])
+@pytest.mark.parametrize("window", [3, 1])
+def test_stride_1_prefetches_with_prefetch_or_as_a_1x1(monkeypatch, prefetch, prefetch_1x1, window, tile):
+    """PREFETCH_STRIDED leaves the convs of stride 1 to PREFETCH and, for the 1x1s, PREFETCH_1X1: a
+    3x3 of stride 1 prefetches x with PREFETCH alone, a 1x1 with either."""
     monkeypatch.setattr(conv_lanes, "PREFETCH", prefetch)
     monkeypatch.setattr(conv_lanes, "PREFETCH_STRIDED", True)
-    module = conv_layer((1, 20, 16, 16), sample((16, 20, 3, 3), seed=1, specials=False), (1, 1), (1, 1), (1, 1, 1, 1))
+    monkeypatch.setattr(conv_lanes, "PREFETCH_1X1", prefetch_1x1)
+    padding = (window // 2,) * 4
+    module = conv_layer((1, 20, 16, 16), sample((16, 20, window, window), seed=1, specials=False), (1, 1), (1, 1), padding)
     (call,) = lanes_calls(module)
     ukernel = conv_lanes.ukernel_ir(call.callee.string_value(), [a.type for a in call.arguments])
-    assert ("%ahead.channel = select" in ukernel) == prefetch
+    assert ("%ahead.channel = select" in ukernel) == (prefetch or (prefetch_1x1 and window == 1))
     check_compiled(module, sample((1, 20, 16, 16), specials=False))
 
 
 @pytest.mark.parametrize("channels", [40, 5])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_1x1_steps_prefetch_both_lines_of_x_channels_ahead(monkeypatch, channels, threads, tile):
+@pytest.mark.parametrize("prefetch, prefetch_1x1", [(True, False), (False, True)])
+def test_1x1_steps_prefetch_both_lines_of_x_channels_ahead(monkeypatch, channels, threads, prefetch, prefetch_1x1, tile):
     """A 1x1's step prefetches the x of the input channel PREFETCH_CHANNELS_1X1 on (all but one
     of 5 channels), the first and the last position of its run (a run of 6 at rows of 7 crosses
     lines); in the last channels, their own. 2 images of 5 x 7 (tiles that cross rows, a last
     short tile), 32 output channels, bias, residual and relu in the tile, NaN and inf in x and the
-    residual, 1 and 2 threads: the interpreter's results."""
-    monkeypatch.setattr(conv_lanes, "PREFETCH", True)
+    residual, 1 and 2 threads, with PREFETCH or PREFETCH_1X1: the interpreter's results."""
+    monkeypatch.setattr(conv_lanes, "PREFETCH", prefetch)
+    monkeypatch.setattr(conv_lanes, "PREFETCH_1X1", prefetch_1x1)
     monkeypatch.setitem(CPU.defaults, "min_work", 0)
     x_shape, out_shape = (2, channels, 5, 7), (2, 32, 5, 7)
     g = GraphBuilder()
