@@ -96,6 +96,16 @@ ORT) 64->16 0.81x -> 0.72-0.76x, 16->64 0.99-1.15x -> 0.87-0.91x, 64->64 0.97-0.
 but 128->16 0.82-0.89x -> 0.86-0.94x. At 27x27 (2916 bytes apart, within a page) the far line
 took 128->32 and 256->32 4-16% longer in the model: they keep the first line. AVX-512's IR is
 unchanged (PREFETCH_B off)."""
+PREFETCH_B_ROWS_AHEAD = 16
+"""Steps of k ahead at which each k step of a tile on row-major b (a conv) prefetches the lines of
+b its vectors will read (`_Ukernel._prefetches_b_rows_ahead`; 0: none). b's rows lie n floats
+apart, a stride the hardware prefetchers do not follow across pages, and in a model b (x) is
+cold, or at 2 threads partly written by the other core. Measured on 2026-11-29 (Emerald Rapids,
+AVX-512; each step in the model's plan order, both plans in one process, interleaved, two
+runs), none -> 16: at 2 threads ResNet-50's 512->128 at 28 0.845 and 0.859, 256->64 at 56 0.869
+and 0.893, 256->128 at 56 0.927 and 0.948, 512->256 at 28 0.92, the conv GEMM steps' sum 0.980
+and 0.975; at 1 thread 256->64 at 56 0.90 and 0.95, 512->128 at 28 0.965, the sum 0.989 and
+0.995. 32 and 8 steps ahead did no better than 16."""
 PREFETCH_A = True
 """Whether, on row-major b (a conv) of one panel of columns or fewer (`_Ukernel._prefetches_a`),
 each k step of a full row tile prefetches a line of the next row tile's a: the conv's weights,
@@ -287,7 +297,7 @@ class _Ukernel(LLVMText):
         self.b_stride = b_stride or n
 
     def text(self) -> str:
-        if self._prefetches() or self._prefetches_b() or self._prefetches_a():
+        if self._prefetches() or self._prefetches_b() or self._prefetches_b_rows_ahead() or self._prefetches_a():
             self.emit(tile_epilogue.PREFETCH_DECLARATION)
         tile_rows = sorted({r for r in (ROWS, self.rows % ROWS) if r and r <= self.rows})
         tile_columns = sorted({c for c in (PANEL, self.n % PANEL) if c and c <= self.n})
@@ -342,6 +352,8 @@ class _Ukernel(LLVMText):
                 e(f"  %c.{r}.{v} = getelementptr float, ptr %c, i64 {r * self.out_stride + v * VECTOR}")
                 e(load(f"%old.{r}.{v}", f"%c.{r}.{v}", lanes(v)))
                 e(f"  %init.{r}.{v} = select i1 %first, {VECTOR_TYPE} zeroinitializer, {VECTOR_TYPE} %old.{r}.{v}")
+        if self._prefetches_b_rows_ahead() and looped:
+            e(f"  %kc.ahead = sub i64 %kc, {PREFETCH_B_ROWS_AHEAD}")
         e("  br label %loop")
         e("loop:")
         e("  %k = phi i64 [0, %entry], [%k.next, %loop]")
@@ -356,6 +368,12 @@ class _Ukernel(LLVMText):
         if self._prefetches_b() and looped:
             e("  %b.next = getelementptr float, ptr %b.ptr.0, i64 %b.ahead")
             e("  call void @llvm.prefetch.p0(ptr %b.next, i32 0, i32 3, i32 1)")
+        if self._prefetches_b_rows_ahead() and looped:  # the block's last steps their own row: never past b
+            e("  %b.down.last = icmp sge i64 %k, %kc.ahead")
+            e(f"  %b.down = select i1 %b.down.last, i64 0, i64 {PREFETCH_B_ROWS_AHEAD * stride}")
+            for v in looped:
+                e(f"  %b.down.{v} = getelementptr float, ptr %b.ptr.{v}, i64 %b.down")
+                e(f"  call void @llvm.prefetch.p0(ptr %b.down.{v}, i32 0, i32 3, i32 1)")
         if self._prefetches_a():  # the next tile's row k mod `rows` at column k: each line of its rows twice or more
             e(f"  %a.row = urem i64 %k, {rows}")
             e(f"  %a.row.at = mul i64 %a.row, {self.a_stride}")
@@ -403,6 +421,12 @@ class _Ukernel(LLVMText):
         `b_ahead` of `_row_tiles`, PANEL floats, or 0 in the last panel (so nothing past b's rows);
         see `_prefetches_b_far_line` for rows off lines a page apart."""
         return PREFETCH_B and self.layout == ROW_MAJOR
+
+    def _prefetches_b_rows_ahead(self) -> bool:
+        """Whether each k step of the tiles prefetches the lines of b that its vectors read
+        PREFETCH_B_ROWS_AHEAD steps on (in the block's last steps, their own): on row-major b (a
+        conv), whose rows lie n floats apart, too far for the hardware's stride prefetcher."""
+        return PREFETCH_B_ROWS_AHEAD > 0 and self.layout == ROW_MAJOR
 
     def _prefetches_a(self) -> bool:
         """Whether each k step of the tiles prefetches a line of the next row tile's a

@@ -243,10 +243,11 @@ def test_row_tiles_prefetch_the_next_tiles_out_and_residual_lines(monkeypatch, p
     reading, each vector's first and last float (rows of 143 floats do not start on a line); the
     last full tile and the tile of 2 rows their own (ahead 0), so that no prefetch passes the
     last row. Each k step prefetches b's line of the next panel, none in the last (edge) panel.
-    None with `tile_epilogue.PREFETCH` and `packed_gemm.PREFETCH_B` off. NaN and inf in x, 1
-    and 2 threads."""
+    None with `tile_epilogue.PREFETCH`, `packed_gemm.PREFETCH_B` and `PREFETCH_B_ROWS_AHEAD` off.
+    NaN and inf in x, 1 and 2 threads."""
     monkeypatch.setattr(tile_epilogue, "PREFETCH", prefetch)
     monkeypatch.setattr(packed_gemm, "PREFETCH_B", prefetch)
+    monkeypatch.setattr(packed_gemm, "PREFETCH_B_ROWS_AHEAD", 0)
     x_shape = (1, 9, 13, 11)
     module, ukernel_ir = residual_relu_gemm(monkeypatch, x_shape, (20, 9, 1, 1))
     ir = ukernel_ir()
@@ -292,6 +293,31 @@ def test_row_tiles_of_one_panel_prefetch_the_next_tiles_a(monkeypatch, prefetch,
         assert re.search(rf"{aheads['6']} = select i1 %v\d+, i64 {6 * 24}, i64 0\n", ir)
     assert ("%a.row" in tile_function(residual_relu_gemm(monkeypatch, (1, 24, 9, 9), (40, 24, 1, 1))[1](), 6, packed_gemm.PANEL)) is False
     check_compiled(monkeypatch, module, sample(x_shape), sample((1, 40, 7, 7), seed=4), threads=threads)
+
+
+@pytest.mark.parametrize("channels", [40, 7, 300])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_k_steps_prefetch_b_rows_ahead(monkeypatch, channels, threads):
+    """A 1x1 of `channels` -> 20 on 13 x 11 = 143 columns: each k step of a tile prefetches the
+    first line of each of its vectors PREFETCH_B_ROWS_AHEAD (16) rows of b on, 16 x 143 floats;
+    the k block's last 16 steps (all 7 of 7 channels; in 300, the last of each block of 256 and
+    of the 44 after) their own row (`%k >= %kc - 16`, signed), so that no prefetch passes b.
+    With bias, residual and relu; NaN and inf in x and the residual; 1 and 2 threads (chunks
+    of positions, whose b rows stay 143 floats apart). None with PREFETCH_B_ROWS_AHEAD 0."""
+    monkeypatch.setattr(packed_gemm, "PREFETCH_B_ROWS_AHEAD", 16)
+    x_shape = (1, channels, 13, 11)
+    module, ukernel_ir = residual_relu_gemm(monkeypatch, x_shape, (20, channels, 1, 1))
+    full_tile = tile_function(ukernel_ir(), 6, packed_gemm.PANEL)
+    assert "%kc.ahead = sub i64 %kc, 16" in full_tile
+    assert "%b.down.last = icmp sge i64 %k, %kc.ahead" in full_tile
+    assert f"%b.down = select i1 %b.down.last, i64 0, i64 {16 * 143}" in full_tile
+    prefetched = re.findall(r"%b\.down\.(\d+) = getelementptr float, ptr %b\.ptr\.\1, i64 %b\.down", full_tile)
+    assert len(prefetched) == packed_gemm.PANEL // 16
+    assert full_tile.count("call void @llvm.prefetch.p0(ptr %b.down.") == len(prefetched)
+    monkeypatch.setattr(packed_gemm, "PREFETCH_B_ROWS_AHEAD", 0)
+    assert "%b.down" not in ukernel_ir()
+    monkeypatch.setattr(packed_gemm, "PREFETCH_B_ROWS_AHEAD", 16)
+    check_compiled(monkeypatch, module, sample(x_shape), sample((1, 20, 13, 11), seed=4), threads=threads)
 
 
 @pytest.mark.parametrize("far_line", [True, False])
