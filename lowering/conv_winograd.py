@@ -11,7 +11,8 @@ channels is a slice), w itself, and a scratch buffer it allocates (`scratch_shap
         %x_padded, %u, %w, %scratch, %bias, %out)
 
 The scratch buffer [16, C + O, R] holds V [16, C, R] and M [16, O, R] of a band of tile rows
-(`band_rows`: the most whose scratch fits in 1 MB where U is small, as above, else 4 MB; 4 of
+(`band_rows`: the most whose scratch fits in 1 MB where U is small, as above, 2 MB where U is
+of middle size and the image needs several bands of 4 MB, else 4 MB; 4 of
 the 28 tile rows above, 7 times). Per image and band, three stages (R: the band's tiles + SLACK or a few more, `scratch_row`):
 
 1. input transform: for each input channel and tile row, vectors of 16 tiles: each of the
@@ -73,7 +74,8 @@ SLACK = VECTOR
 """Floats past a band's tiles in each row of the scratch buffer: a tile row's last vector writes up to 15 past them."""
 SCRATCH_BYTES = 4 << 20
 """Bytes of the scratch buffer (V and M of a band of tile rows, `band_rows`) at most, unless one
-tile row needs more, where U is larger than SMALL_U_BYTES."""
+tile row needs more, where U is larger than SMALL_U_BYTES (and than MEDIUM_U_BYTES, or the
+image's scratch fits here)."""
 SMALL_U_BYTES = 256 << 10
 SMALL_U_SCRATCH_BYTES = 1 << 20
 """Bytes of the scratch buffer at most where U holds SMALL_U_BYTES or fewer: V, M and U then
@@ -90,6 +92,24 @@ plan order with both plans in one process, two runs each):
 - alone (1 thread; 512 KB, 1, 2 and 4 MB): 64->64 at 56 0.82, 0.79, 0.98, 1; 64->64 at 112 0.86,
   0.78, 0.90, 1; 128->128 at 56 (U 1 MB) 1.02, 0.91, 0.94, 1 (alone U stays in cache: the model's
   1.12 above is the rule's ground); 256->256 at 14 1.58, 1.20, 1.00, 1."""
+MEDIUM_U_BYTES = 1 << 20
+MEDIUM_U_SCRATCH_BYTES = 2 << 20
+"""Bytes of the scratch buffer at most where U holds MEDIUM_U_BYTES or fewer (more than
+SMALL_U_BYTES) and the image's scratch is larger than SCRATCH_BYTES, so that it runs in several
+bands anyway: bands the size of L2, rather than fewer that spill it. An image whose scratch fits
+SCRATCH_BYTES keeps one band, reading U once.
+Measured on 2026-11-29 (twenty-first session; as above; 2 MB for every U of 1 MB or fewer,
+against 4 MB):
+- Inception-v2's 64->192 at 56 (U 768 KB, 448 KB a tile row: 7 bands of 4 rows rather than 4 of
+  8) 0.816 and 0.798 at 1 thread, 0.813 and 0.807 at 2 (its Winograd steps' sum 0.981 and 0.969,
+  0.975 and 0.969); Inception-v1's 64->192 at 55 0.820 and 0.823; VGG-19's 64->128 at 112 (U
+  512 KB) 0.884 and 0.882, 128->128 at 112 (U 1 MB) 0.974 and 0.956;
+- where the image fits one band of 4 MB: Inception-v1's 96->128 at 27 (U 768 KB, 2.8 MB; 2 bands
+  rather than 1) 1.036 and 1.111, 128->192 at 27 1.013 and 1.024; ResNet-50's 128->128 at 28
+  (3.2 MB) 0.988 and 0.996: so those keep one band;
+- 2 MB for every U: VGG-19's 256->256 at 56 (U 4 MB) 1.15 and 1.11, 512->512 at 28 (U 16 MB)
+  1.26 and 1.21, 128->256 at 56 (U 2 MB) 1.07 and 1.03 at 1 thread; alone, 64->192 at 56 with 512
+  KB, 1, 2 and 4 MB: 1.00, 0.94, 0.84, 1."""
 
 G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
 """The weight transform: U = G w G^T (4x4 per output and input channel)."""
@@ -141,13 +161,20 @@ def pack(w: np.ndarray) -> np.ndarray:
 
 def band_rows(channels: int, out_shape: Sequence[int]) -> int:
     """Tile rows per band: the most whose scratch (V and M, 64 (C + O) bytes a tile) fits in
-    SMALL_U_SCRATCH_BYTES where U (64 C O bytes) holds SMALL_U_BYTES or fewer, else in
-    SCRATCH_BYTES; at least one."""
+    SMALL_U_SCRATCH_BYTES where U (64 C O bytes) holds SMALL_U_BYTES or fewer, in
+    MEDIUM_U_SCRATCH_BYTES where U holds MEDIUM_U_BYTES or fewer and the image's scratch is
+    larger than SCRATCH_BYTES, else in SCRATCH_BYTES; at least one."""
     _, out_channels, out_h, out_w = out_shape
     tile_bytes = 16 * 4 * (channels + out_channels)
     u_bytes = 4 * math.prod(packed_shape((out_channels, channels, 3, 3)))
-    budget = SMALL_U_SCRATCH_BYTES if u_bytes <= SMALL_U_BYTES else SCRATCH_BYTES
-    return max(1, min(tiles_across(out_h), budget // (tile_bytes * tiles_across(out_w))))
+    row_bytes, rows = tile_bytes * tiles_across(out_w), tiles_across(out_h)
+    if u_bytes <= SMALL_U_BYTES:
+        budget = SMALL_U_SCRATCH_BYTES
+    elif u_bytes <= MEDIUM_U_BYTES and rows * row_bytes > SCRATCH_BYTES:
+        budget = MEDIUM_U_SCRATCH_BYTES
+    else:
+        budget = SCRATCH_BYTES
+    return max(1, min(rows, budget // row_bytes))
 
 
 def rows_read(x_shape: Sequence[int], first: int, end: int) -> tuple[int, int]:

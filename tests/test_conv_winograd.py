@@ -197,15 +197,20 @@ def test_two_threads_split_many_positions_per_channel_by_output_rows(monkeypatch
     [
         (64, 64, 56, 4),  # U 256 KB: V and M of 4 tile rows (224 KB each) in 1 MB
         (32, 128, 27, 7),  # U 256 KB (SqueezeNet's expand 3x3): 140 KB a tile row
-        (128, 128, 28, 14),  # U 1 MB: all 14 tile rows (3.1 MB) in 4 MB
+        (64, 192, 56, 4),  # U 768 KB: 448 KB a tile row, 12.3 MB in all: in 2 MB
+        (96, 128, 27, 14),  # U 768 KB: 2.8 MB in all, in 4 MB: one band
+        (128, 128, 28, 14),  # U 1 MB: 3.1 MB in all, in 4 MB: one band
+        (64, 128, 112, 3),  # U 512 KB: 672 KB a tile row, in 2 MB
+        (128, 256, 56, 6),  # U 2 MB: 672 KB a tile row, in 4 MB
         (64, 64, 224, 1),  # 896 KB a tile row
         (256, 256, 56, 4),  # U 4 MB: 896 KB a tile row
     ],
 )
-def test_bands_fit_l2_where_u_is_small(channels, out_channels, size, rows):
+def test_bands_fit_l2_as_u_allows(channels, out_channels, size, rows):
     """A band's scratch (V and M) fits SMALL_U_SCRATCH_BYTES (1 MB) where U holds SMALL_U_BYTES
-    (256 KB) or fewer, so that V, M and U stay in L2 across the three stages; else
-    SCRATCH_BYTES (4 MB), where more bands would each read U again."""
+    (256 KB) or fewer, so that V, M and U stay in L2 across the three stages; MEDIUM_U_SCRATCH_BYTES
+    (2 MB) where U holds MEDIUM_U_BYTES (1 MB) or fewer and the image would take several bands of
+    SCRATCH_BYTES (4 MB) anyway; else SCRATCH_BYTES, where more bands would each read U again."""
     assert conv_winograd.band_rows(channels, (1, out_channels, size, size)) == rows
 
 
