@@ -1,7 +1,7 @@
 """mark-row-local: mark each row-local kernel `graph.row_local`, so fuse-row-loops merges its row loops.
 
 A kernel is row-local when it splits by rows (`row_split`) with one d0 extent for all its
-generics, and every buffer that depends on d0 is indexed by exactly d0: row i of each loop
+generics, and every buffer that depends on d0 is indexed by exactly d0 in its first dim: row i of each loop
 nest is then computed from row i of what the earlier nests wrote.
 
     func.func @softmax_0(%x: memref<64x128xf32>, %out: memref<64x128xf32>) attributes {graph.kernel} {
@@ -34,7 +34,8 @@ ROW_LOCAL_ATTR = "graph.row_local"
 
 
 def is_row_local(kernel: func.FuncOp) -> bool:
-    """Whether `kernel` splits by rows with one d0 extent for all its generics, rows indexed by plain d0."""
+    """Whether `kernel` splits by rows with one d0 extent for all its generics, every buffer's rows
+    indexed by plain d0 in its first dim."""
     generics = [op for op in kernel.body.block.ops if isinstance(op, GenericOp)]
     if any(not generic.iterator_types.data for generic in generics) or row_split(kernel) is None:
         return False
@@ -43,10 +44,15 @@ def is_row_local(kernel: func.FuncOp) -> bool:
     for generic in generics:
         maps = [m.data.results for m in generic.indexing_maps.data]
         if any(results[0] != AffineDimExpr(0) for results in maps[len(generic.inputs) :] if results) or any(
-            0 in expr.used_dims() and expr != AffineDimExpr(0) for results in maps for expr in results
+            any(0 in expr.used_dims() for expr in results) and not _rows_first(results) for results in maps
         ):
             return False
     return True
+
+
+def _rows_first(index) -> bool:
+    """Whether d0 indexes the first dim alone and no other (not a transpose's x, read along d0 in a later dim)."""
+    return bool(index) and index[0] == AffineDimExpr(0) and all(0 not in expr.used_dims() for expr in index[1:])
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, func, memref
-from xdsl.dialects.builtin import AffineMapAttr, MemRefType, i64
+from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, MemRefType, i64
 from xdsl.dialects.linalg.ops import GenericOp, IndexOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
@@ -95,8 +95,14 @@ class RowSplit:
     CHUNK_ALIGNMENT bytes in every argument (rows of 268 bytes: 4)."""
     sliced_temporaries: frozenset[SSAValue]
     strided_arguments: frozenset[SSAValue] = frozenset()
-    """Arguments read at d0 * c + (terms without d0) elements along a later dim (attention's K,
-    read by heads): a chunk gets them offset by its first row's c elements, whole in type."""
+    """Arguments indexed at d0 * c + (terms without d0) elements along a later dim (attention's K,
+    read by heads; a transpose's x or out): a chunk gets them offset by its first row's c
+    elements, whole in type."""
+    row_loops: tuple[int | None, ...] = ()
+    """The row loop dim of each loop nest of the kernel, in order (None: run whole), where a
+    strided argument is indexed by it alone in some dim: a chunk writes that index
+    `d floordiv 1` (`_unbounded_rows`), so that linalg takes the row loop's bound from the
+    sliced buffers, not from the strided argument's whole dim."""
     ragged: bool = False
     """The data operand of a split by channels holds more units than the split (its last block
     padded): the last chunk takes the rest of every sliced argument."""
@@ -136,6 +142,7 @@ def _split_by_loop(kernel: func.FuncOp, row_loop: Callable[[Sequence[int]], int]
     strided: dict[SSAValue, int] = {}
     """Each strided argument's offset, in elements, across a generic's whole d0 range."""
     extents: set[int] = set()
+    row_loops: list[int | None] = []
     for call in calls:
         call_sliced = ukernels.sliced_by_rows(call)
         call_strided = ukernels.strided_by_rows(call)
@@ -149,13 +156,17 @@ def _split_by_loop(kernel: func.FuncOp, row_loop: Callable[[Sequence[int]], int]
     for generic in generics:
         if all(o not in args and o in whole for o in generic.outputs):  # what a call reads whole
             whole.update(generic.inputs, generic.outputs)
+            row_loops.append(None)
             continue
         ranges = generic.get_static_loop_ranges()
         row = row_loop(ranges)
+        row_loops.append(row)
         if generic.iterator_types.data[row].data.value != "parallel" or not _reads_rows_only(generic, row):
             return None
         extents.add(ranges[row])
         operands = [*generic.inputs, *generic.outputs]
+        bounded = unbounded = False
+        """Whether a sliced buffer indexes the row loop alone (gives a chunk its bound), and a strided one does."""
         for operand, map_attr in zip(operands, generic.indexing_maps.data, strict=True):
             results = _without_unit_loops(map_attr.data.results, ranges, row)
             uses = [i for i, expr in enumerate(results) if row in expr.used_dims()]
@@ -165,16 +176,19 @@ def _split_by_loop(kernel: func.FuncOp, row_loop: Callable[[Sequence[int]], int]
             rows_read = ranges[row] * _rows_per_step(results[uses[0]], ranges, row)
             if len(uses) == 1 and _cuts_rows(operand.type.get_shape(), uses[0], rows_read):
                 sliced.add(operand)
-            elif operand in args and operand in generic.inputs and AffineDimExpr(row) not in results:
+                bounded |= results[uses[0]] == AffineDimExpr(row)
+            elif operand in args:
                 step = _row_step(results, operand.type.get_shape(), row)
                 if step is None or strided.setdefault(operand, step * ranges[row]) != step * ranges[row]:
                     return None
+                unbounded |= AffineDimExpr(row) in results
             else:
                 return None
+        if unbounded and not bounded:
+            return None  # the chunk's row loop would have no bound (`_unbounded_rows`)
     outputs = [o for g in generics for o in g.outputs] + [c.arguments[-1] for c in calls]
     written_args = {o for o in outputs if o in args}
-    written_strided = {c.arguments[-1] for c in calls} & strided.keys()  # a view that a ukernel writes
-    if sliced & whole or strided.keys() & (sliced | whole) or written_args - sliced - written_strided or 0 in extents:
+    if sliced & whole or strided.keys() & (sliced | whole) or written_args - sliced - strided.keys() or 0 in extents:
         return None  # (no rows: nothing to split)
     units = math.gcd(*extents)
 
@@ -184,7 +198,8 @@ def _split_by_loop(kernel: func.FuncOp, row_loop: Callable[[Sequence[int]], int]
 
     row_bytes = tuple(unit_bytes(a) for a in args)
     granule = math.lcm(*(CHUNK_ALIGNMENT // math.gcd(b, CHUNK_ALIGNMENT) for b in row_bytes))
-    return RowSplit(units, row_bytes, granule, frozenset(v for v in sliced if v not in args), frozenset(strided))
+    temporaries = frozenset(v for v in sliced if v not in args)
+    return RowSplit(units, row_bytes, granule, temporaries, frozenset(strided), tuple(row_loops))
 
 
 def _without_unit_loops(index: Sequence[AffineExpr], ranges: Sequence[int], row: int) -> tuple[AffineExpr, ...]:
@@ -470,7 +485,9 @@ def row_chunk_kernel(
     mapping: dict[SSAValue, SSAValue] = dict(zip(old_args, block.args))
     read = _input_read(kernel, first, rows) if split.static_rows else None
     extents: list[SSAValue] = []
+    row_loops = iter(split.row_loops)
     for op in kernel.body.block.ops:
+        row_loop = next(row_loops, None) if isinstance(op, GenericOp) else None
         if read is not None and isinstance(op, GenericOp) and list(op.outputs) == [read[0]]:
             ops, extent = _restricted(op.clone(value_mapper=mapping), *read[1:])
             block.add_ops(ops)
@@ -491,10 +508,25 @@ def row_chunk_kernel(
             new_op = ukernels.chunk_call(op, [mapping.get(v, v) for v in op.arguments], rows * split.columns or None, output_rows)
         else:
             new_op = op.clone(value_mapper=mapping)
+            if row_loop is not None:
+                _unbounded_rows(new_op, row_loop, {mapping[a] for a in split.strided_arguments})
         block.add_op(new_op)
     chunk = func.FuncOp(name, (arg_types, []), Region(block))
     chunk.attributes.update(kernel.attributes)
     return chunk
+
+
+def _unbounded_rows(generic: GenericOp, row: int, strided: set[SSAValue]) -> None:
+    """Write each index of a strided argument that is d<row> alone as `d<row> floordiv 1`: the
+    chunk's strided arguments keep their whole type, and linalg infers a loop's bound from
+    the dims that a plain loop dim indexes (`LoopBody.operand_index`)."""
+    plain, unbounded = AffineDimExpr(row), AffineDimExpr(row) // 1
+    maps = list(generic.indexing_maps.data)
+    for i, operand in enumerate([*generic.inputs, *generic.outputs]):
+        if operand in strided:
+            results = tuple(unbounded if e == plain else e for e in maps[i].data.results)
+            maps[i] = AffineMapAttr(AffineMap(maps[i].data.num_dims, maps[i].data.num_symbols, results))
+    generic.indexing_maps = ArrayAttr(maps)
 
 
 def _input_read(kernel: func.FuncOp, first: int, rows: int) -> tuple[SSAValue, int, int, int] | None:

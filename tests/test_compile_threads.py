@@ -41,7 +41,7 @@ def only_step(exe):
         (chain((1025, 67), (67,)), True),  # w broadcast along rows: not sliced; rows of 268 bytes
         (chain((70001,), (1,)), True),
         (chain((12, 30001), (12, 1)), True),  # w's rows of 4 bytes: chunks start at multiples of 4 rows
-        (transposed((301, 257)), False),  # d0 reads another dimension of x
+        (transposed((301, 257)), True),  # d0 reads x's columns: x passed strided
         (chain((1024, 64), (64,)), True),
     ],
     ids=["rows_and_broadcast", "vector", "few_rows", "transpose", "aligned_rows"],
@@ -135,8 +135,10 @@ def test_blocked_matmul_splits_by_row_blocks():
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("out_rows, split", [(8, True), (10, False)])
-def test_rows_indexed_by_d0_times_a_step_must_cover_the_operand(out_rows, split):
+@pytest.mark.parametrize("out_rows, strided", [(8, False), (10, True)])
+def test_rows_indexed_by_d0_times_a_step_slice_or_stride_the_operand(out_rows, strided):
+    """out written at d0 * 4 + d1: where its 8 elements are the rows' (2 x 4) it is sliced;
+    where it holds 10, each chunk gets it from its first row's element, whole in type."""
     text = f"""
 func.func @k(%x: memref<2x4xf32>, %o: memref<{out_rows}xf32>) {{
   linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0 * 4 + d1)>], iterator_types = ["parallel", "parallel"]}} ins(%x : memref<2x4xf32>) outs(%o : memref<{out_rows}xf32>) {{
@@ -146,9 +148,9 @@ func.func @k(%x: memref<2x4xf32>, %o: memref<{out_rows}xf32>) {{
   func.return
 }}"""
     kernel = Parser(make_context(), text).parse_module().body.block.first_op
-    assert (row_split(kernel) is not None) == split
-    if split:
-        assert row_split(kernel).row_bytes == (16, 16)
+    split = row_split(kernel)
+    assert split.row_bytes == (16, 16)
+    assert split.strided_arguments == ({kernel.body.block.args[1]} if strided else set())
 
 
 @pytest.mark.parametrize("preset, expected", [(None, "4"), ("28", "28")])
@@ -173,7 +175,8 @@ def test_no_more_chunks_than_usable_cores():
 
 def test_leading_unit_dims_split_by_the_next_dim():
     """ConvNeXt's MLP: a matmul on [1, h, w, c] after a conv (so the function keeps its batch
-    dim) runs by rows of h; an elementwise step on [1, n] runs by its n columns."""
+    dim) runs by rows of h, and so does the transpose before it (x, NCHW, read strided); an
+    elementwise step on [1, n] runs by its n columns."""
     b = GraphBuilder()
     x, w, y = b.input("x", (1, 3, 37, 33)), b.input("w", (96, 40)), b.input("y", (1, 40001))
     c = b.transpose(b.conv2d(x, b.constant(np.full((96, 3, 1, 1), 0.25, np.float32))), perm=[0, 2, 3, 1])
@@ -184,7 +187,7 @@ def test_leading_unit_dims_split_by_the_next_dim():
     inputs[0][0, 1, 4, 5:9] = inputs[2][0, 7:11] = [np.nan, np.inf, -np.inf, 0.0]
     exe = graphopt.compile(module, threads=2)
     split = {step.name: bool(step.kernel.chunks) for step in exe.steps}
-    assert split == {"conv2d_0": True, "transpose_1": False, "fused_matmul_add_erf_0": True, "exp_2": True}
+    assert split == {"conv2d_0": True, "transpose_1": True, "fused_matmul_add_erf_0": True, "exp_2": True}
     for got, want in zip(exe(*inputs), graphopt.interpret(module, *inputs), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
@@ -232,3 +235,48 @@ def test_channel_mixing_matmul_on_one_image_splits_by_rows_of_a(threads, monkeyp
     assert len(only_step(exe).kernel.chunks) == min(threads, usable_cores())
     for got, want in zip(exe(*inputs), graphopt.interpret(module, *inputs), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
+@pytest.mark.parametrize(
+    "shape, perm",
+    [((1, 7, 9, 12), (0, 3, 1, 2)), ((1, 12, 7, 9), (0, 2, 3, 1)), ((1, 5, 33, 16), (0, 3, 1, 2)), ((13, 6), (1, 0))],
+)
+@pytest.mark.parametrize("threads", [2, 3])
+def test_transposes_split_by_rows_match_the_interpreter(shape, perm, threads, monkeypatch):
+    """Transposes, alone and times a per-channel scale plus a residual (ConvNeXt's NHWC to NCHW,
+    in transposing tiles where the last dim allows), run by rows: the buffer whose first long dim
+    the loop's row dim indexes is sliced, the other passed strided (read or written); odd sizes,
+    NaN and inf."""
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    out_shape = tuple(shape[p] for p in perm)
+    b = GraphBuilder()
+    x, residual = b.input("x", shape), b.input("r", out_shape)
+    t = b.transpose(x, perm=list(perm))
+    scale = b.constant(np.linspace(0.5, 1.5, out_shape[1], dtype=np.float32).reshape(out_shape[1], *[1] * (len(shape) - 2)))
+    module = b.finish(b.neg(t), b.add(b.mul(t, scale), residual))
+    rng = np.random.default_rng(threads)
+    inputs = [rng.standard_normal(shape).astype(np.float32), rng.standard_normal(out_shape).astype(np.float32)]
+    inputs[0].flat[5:8] = [np.nan, np.inf, -np.inf]
+    exe = graphopt.compile(module, backends=("cpu",), threads=threads)
+    assert all(step.kernel.chunks for step in exe.steps)
+    for got, want in zip(exe(*inputs), graphopt.interpret(module, *inputs), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("shape", [(1, 56, 56, 96), (1, 7, 9, 12)])
+def test_layer_norm_over_channels_last_splits_by_rows(shape, monkeypatch):
+    """ConvNeXt's LayerNorm on [1, h, w, c]: the fills of its [1, h, w] statistics keep h a loop
+    of its own (`Kernel.merges_short_rows`), so the kernel splits by rows of h (7 rows: 4 and 3);
+    NaN and inf."""
+    monkeypatch.setitem(CPU.defaults, "min_work", 0)
+    b = GraphBuilder()
+    x = b.input("x", shape)
+    gamma = b.constant(np.linspace(0.5, 1.5, shape[-1], dtype=np.float32))
+    module = b.finish(b.layer_norm(x, gamma, b.constant(np.zeros(shape[-1], np.float32))))
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(shape).astype(np.float32)]
+    inputs[0][0, 1, 2, :3] = [np.nan, np.inf, -np.inf]
+    exe = graphopt.compile(module, backends=("cpu",), threads=2)
+    (layer_norm,) = [step for step in exe.steps if "layer_norm" in step.name]
+    assert [begin for _, begin in layer_norm.kernel.chunks] == [0, -(-shape[1] // 2)]
+    np.testing.assert_allclose(exe(*inputs)[0], graphopt.interpret(module, *inputs)[0], rtol=1e-5, atol=1e-5)

@@ -322,8 +322,10 @@ class Kernel:
         """A parallel loop over `shape`, writing `buffers` (of that shape) at the element `body.dims`;
         with `span` = (axis, start, stop), only over the elements from start to stop along axis.
 
-        On the CPU, when the last dim is shorter than SHORT_LOOP and there are at least three
-        (d0, which row splitting slices, stays a loop of its own), the last two dims run as one
+        On the CPU, when the last dim is shorter than SHORT_LOOP and a dim before the last two
+        iterates more than once (d0, or where d0 iterates once the first dim that does, which
+        row splitting slices, stays a loop of its own: a LayerNorm's [1, 56, 56] statistics keep
+        their rows), the last two dims run as one
         loop dim f: the element's index is (f floordiv W, f mod W), which LLVM folds back into
         contiguous addresses, and `extent` gives f its bound. Not in a group that selects by
         index (pad, concat, gather): their index arithmetic would divide once per element; a
@@ -401,7 +403,8 @@ class Kernel:
         selects = any(op.name in SELECTING_RULES for op in self.group.ops if span is None or op.name != "graph.concat")
         cuts_a_row = span is not None and span[0] >= len(shape) - 2
         short = len(shape) >= 3 and shape[-1] < SHORT_LOOP
-        return self.schedule.merges_short_rows() and not selects and not cuts_a_row and short
+        rows_kept = any(extent > 1 for extent in shape[:-2])
+        return self.schedule.merges_short_rows() and not selects and not cuts_a_row and short and rows_kept
 
     def extent(self, size: int) -> SSAValue:
         """A buffer of `size` elements, read only to give a loop dim its bound (linalg infers loop

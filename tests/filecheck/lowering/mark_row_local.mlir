@@ -22,7 +22,7 @@ func.func @row_max_divide(%x: memref<3x8xf32>, %out: memref<3x8xf32>) attributes
   func.return
 }
 
-// d0 indexes the input's columns: not row-local.
+// d0 indexes the input's columns (it splits by rows, x strided): not row-local.
 // CHECK-LABEL: func.func @transpose(
 // CHECK-SAME:    attributes {graph.kernel} {
 func.func @transpose(%x: memref<8x3xf32>, %out: memref<3x8xf32>) attributes {graph.kernel} {
@@ -30,6 +30,23 @@ func.func @transpose(%x: memref<8x3xf32>, %out: memref<3x8xf32>) attributes {gra
   ^bb0(%a: f32, %o: f32):
     linalg.yield %a : f32
   }
+  func.return
+}
+
+// A temporary written by rows and read by columns: row i of out needs every row of it, not row-local.
+// CHECK-LABEL: func.func @transposed_temporary(
+// CHECK-SAME:    attributes {graph.kernel} {
+func.func @transposed_temporary(%x: memref<3x3xf32>, %out: memref<3x3xf32>) attributes {graph.kernel} {
+  %t = memref.alloc() : memref<3x3xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x : memref<3x3xf32>) outs(%t : memref<3x3xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%t : memref<3x3xf32>) outs(%out : memref<3x3xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  memref.dealloc %t : memref<3x3xf32>
   func.return
 }
 
