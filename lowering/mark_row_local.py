@@ -18,13 +18,14 @@ rows), a reduction over rows, or a kernel that reads at computed indices is left
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.dialects.linalg.ops import GenericOp
-from xdsl.ir.affine import AffineDimExpr
+from xdsl.ir.affine import AffineDimExpr, AffineExpr
 from xdsl.passes import ModulePass
 
 from graphopt.lowering.row_split import row_split
@@ -50,7 +51,7 @@ def is_row_local(kernel: func.FuncOp) -> bool:
     return True
 
 
-def _rows_first(index) -> bool:
+def _rows_first(index: Sequence[AffineExpr]) -> bool:
     """Whether d0 indexes the first dim alone and no other (not a transpose's x, read along d0 in a later dim)."""
     return bool(index) and index[0] == AffineDimExpr(0) and all(0 not in expr.used_dims() for expr in index[1:])
 

@@ -9,10 +9,12 @@ blocked matmul, d0 over blocks of MB rows, and its epilogue, d0 over rows, split
 The same kernel compiled for `rows` units then computes any `rows` consecutive units: the
 caller offsets the sliced arguments' pointers by `begin * row_bytes` and passes the others
 (read-only, broadcast along d0) unchanged; the kernel's own temporaries (`memref.alloc`)
-shrink to the slice. An argument only read, at d0 * c elements plus terms without d0 from its
-start though d0 indexes a later dim (attention's K [seq, heads * head_dim], read by heads
-while b is packed), is passed offset by begin * c elements and keeps its type (strided); not
-where d0 alone is one of its indices (linalg would take d0's bound from that dim).
+shrink to the slice. An argument read or written at d0 * c elements plus terms without d0
+from its start though d0 indexes a later dim (attention's K [seq, heads * head_dim], read by
+heads while b is packed; a transpose's x or out) is passed offset by begin * c elements and
+keeps its type (strided). Where d0 alone is one of its indices, the chunk writes that index
+`d0 floordiv 1` (`_unbounded_rows`): linalg would take d0's bound from that whole dim, and a
+sliced buffer indexed by d0 alone must give it instead.
 
     func.func @k(%x: memref<6x4xf32>, %w: memref<4xf32>, %out: memref<6x4xf32>)  ->  3 rows:
     func.func @k_rows3(%x: memref<3x4xf32>, %w: memref<4xf32>, %out: memref<3x4xf32>)
@@ -99,9 +101,9 @@ class RowSplit:
     read by heads; a transpose's x or out): a chunk gets them offset by its first row's c
     elements, whole in type."""
     row_loops: tuple[int | None, ...] = ()
-    """The row loop dim of each loop nest of the kernel, in order (None: run whole), where a
-    strided argument is indexed by it alone in some dim: a chunk writes that index
-    `d floordiv 1` (`_unbounded_rows`), so that linalg takes the row loop's bound from the
+    """The row loop dim of each loop nest of the kernel, in order (None: a nest run whole, or a
+    split that is not by loops): a chunk writes a strided argument's index that is that dim
+    alone as `d floordiv 1` (`_unbounded_rows`), so that linalg takes the loop's bound from the
     sliced buffers, not from the strided argument's whole dim."""
     ragged: bool = False
     """The data operand of a split by channels holds more units than the split (its last block

@@ -1,7 +1,8 @@
 // split-rows on transposes: an argument indexed by the row loop in a later dim is passed to each
 // chunk offset by the chunk's first row, whole in type (strided), read or written; in the chunk,
 // its index that is the row loop alone becomes `d floordiv 1`, so that linalg takes the loop's
-// bound from the sliced buffer. A temporary read transposed does not split.
+// bound from the sliced buffer. A temporary read transposed does not split, nor does a nest
+// whose row loop no sliced buffer bounds.
 
 // RUN: graph-opt %s -p 'split-rows{threads=2 min-work=0}' | filecheck %s
 
@@ -51,5 +52,18 @@ func.func @transposed_temporary_0(%x: memref<8x8xf32>, %out: memref<8x8xf32>) at
     linalg.yield %a : f32
   }
   memref.dealloc %t : memref<8x8xf32>
+  func.return
+}
+
+// Loops whose row loop indexes only the buffers' later dims: no sliced buffer would bound it in a chunk.
+// CHECK-LABEL: func.func @columns_only_0(
+// CHECK-NOT:     graph.row_chunks
+// CHECK:         func.return
+func.func @columns_only_0(%x: memref<8x8xf32>, %out: memref<8x8xf32>) attributes {graph.kernel, graph.work = 128 : i64} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d1, d0)>], iterator_types = ["parallel", "parallel"]} ins(%x : memref<8x8xf32>) outs(%out : memref<8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %0 = math.exp %a : f32
+    linalg.yield %0 : f32
+  }
   func.return
 }
