@@ -323,11 +323,10 @@ class Kernel:
         with `span` = (axis, start, stop), only over the elements from start to stop along axis.
 
         On the CPU, when the last dim is shorter than SHORT_LOOP and a dim before the last two
-        iterates more than once (d0, or where d0 iterates once the first dim that does, which
-        row splitting slices, stays a loop of its own: a LayerNorm's [1, 56, 56] statistics keep
-        their rows), the last two dims run as one
-        loop dim f: the element's index is (f floordiv W, f mod W), which LLVM folds back into
-        contiguous addresses, and `extent` gives f its bound. Not in a group that selects by
+        iterates more than once, the last two dims run as one loop dim f: the element's index is
+        (f floordiv W, f mod W), which LLVM folds back into contiguous addresses, and `extent`
+        gives f its bound. The first dim of more than one element, which row splitting slices,
+        stays a loop of its own: a LayerNorm's [1, 56, 56] statistics keep their rows. Not in a group that selects by
         index (pad, concat, gather): their index arithmetic would divide once per element; a
         concat whose inputs the loop's spans separate (`_lower_elementwise`) selects nothing.
         A loop that transposes (`transposing_tile`) runs in transposing tiles instead.
