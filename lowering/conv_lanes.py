@@ -21,7 +21,9 @@ floats: `PLAIN_STORE_LANES`; for P of 5 to 8 followed in its rows by later tiles
 those tiles rewrite past P: `OVERLAP_STORE_LANES`). Loops (n, tile of channel blocks, super-tile of positions): a
 super-tile is lcm(P, OW) positions, whose tiles are unrolled with their row crossings
 known (one output row when P divides OW: a loop over its tiles), and the positions after the
-last super-tile are tiles of even sizes unrolled after the loop (`rest_tiles`).
+last super-tile are tiles of even sizes unrolled after the loop (`rest_tiles`). Where a tile of
+channels takes few tiles of positions, they prefetch the next tile of channels' weights between
+them (`PREFETCH_NEXT_WEIGHTS_TILES`).
 
 With an epilogue, the name carries its steps after the dilations (`_e<token>`) and the call
 passes its operands between w and out, as for the direct ukernel.
@@ -141,6 +143,22 @@ channel's; 16 steps are about 200 FMAs. Zen 1, the conv + residual alone, with b
 run: 1024->256 and 512->128 at 14x14 1.08-1.16x faster (8 ahead 1.05-1.12x; 16 ahead with the first
 line only, or both lines one channel ahead, 0.95-1.03x), 256->1024 1.01-1.02x. Wider windows prefetch
 the next channel, KH x KW taps ahead (3x3s two channels ahead measured the same)."""
+PREFETCH_NEXT_WEIGHTS_TILES = 16
+"""Calls whose tile of output channels takes at most this many tiles of positions prefetch the
+next tile of channels' weights into L2 as they go (`_prefetch_next_weights`): tile k of K, at
+step u of its U steps, the lines of step (k * U + u) // K, so that the K tiles bring in the next
+weights at an even rate. Without it a tile of channels reads its weights from memory in its first
+tile of positions alone, about 128 bytes per 28 FMAs on AVX-512, more than one core's share of
+memory bandwidth, and from cache in the others: ResNet-50's 512->512 3x3s at 7 (9.4 MB of
+weights, 4 tiles of positions) took 1.3x their time with warm weights inside the model, as did
+ONNX Runtime's. Emerald Rapids (AVX-512, 2026-11-29, each step in ResNet-50's plan order, both
+plans in one process, 30 passes, the median of the per-pass ratios, two pairs): at 1 thread the
+lanes steps' sum 0.918 and 0.904 (the whole plan 0.967 and 0.958): 512->512 3x3 at 7 0.80 and
+0.77, 3x3/2 at 14 0.82, 1024->512 1x1/2 at 28 0.94, the 1x1s at 14 0.93-0.95, 256->256 3x3/2 at 28
+(14 tiles) 0.97; at 2 threads 0.985 and 0.994 (whole 0.995, 0.996): the 3x3s at 7 0.92, 256->256
+3x3/2 1.03, the rest 0.98-1.01; ResNet-18-ish at 2 threads 0.93 (whole 0.972), DenseNet-121 and
+VGG-19 1.00. Every call prefetching took the stem and 128->128 3x3/2 at 56 (896 and 56 tiles,
+weights that stay in cache) 1.03-1.04x longer at 2 threads."""
 PREFIX = "graphopt_sconv_lanes"
 
 
@@ -305,9 +323,19 @@ class _Ukernel(LLVMText):
         )
         """Whether the tiles' steps prefetch the x of an input channel ahead (`PREFETCH`,
         `PREFETCH_STRIDED`, `PREFETCH_1X1`)."""
+        self.size = positions(self.out_w, self.kernel_w)
+        self.super_tile = math.lcm(self.size, self.out_w)
+        computed = (self.end_row - self.first_row) * self.out_w
+        self.full_super_tiles = computed // self.super_tile
+        self.last_tiles = rest_tiles(computed - self.full_super_tiles * self.super_tile, self.size)
+        """Positions of each tile after the last super-tile (`rest_tiles`)."""
+        self.position_tiles = self.full_super_tiles * self.super_tile // self.size + len(self.last_tiles)
+        """Tiles of positions per tile of output channels."""
+        self.prefetches_w = self.position_tiles <= PREFETCH_NEXT_WEIGHTS_TILES
+        """Whether the tiles prefetch the next tile of channels' weights (`PREFETCH_NEXT_WEIGHTS_TILES`)."""
 
     def text(self) -> str:
-        if self.prefetches_x or tile_epilogue.PREFETCH:
+        if self.prefetches_x or tile_epilogue.PREFETCH or self.prefetches_w:
             self.emit(tile_epilogue.PREFETCH_DECLARATION)
         shifts = self._shifts()
         self.emit(f"@{self.name}.shifts = internal constant [{len(shifts)} x i64] [{', '.join(f'i64 {s}' for s in shifts)}]")
@@ -352,6 +380,24 @@ class _Ukernel(LLVMText):
         lasts = {offset for offset, following in zip(reads, reads[1:] + [None]) if following is None or following - offset >= VECTOR}
         return sorted(firsts | lasts)
 
+    def _prefetch_next_weights(self, blocks: int, taps: int) -> None:
+        """A tile's step's prefetch, into L2, of the next tile of channels' weights
+        (`PREFETCH_NEXT_WEIGHTS_TILES`): the tile at `%index` of the call's K tiles of positions, at
+        step `%u` of U = C x KH x KW, the line of each block and tap of step (index x U + u) // K
+        (the same line K steps in a row); the last tile of channels prefetches its own."""
+        window = self.kernel_h * self.kernel_w
+        block_stride = self.channels * window * VECTOR
+        e = self.emit
+        e(f"  %w.next.first = mul i64 %index, {self.channels * window}")
+        e("  %w.next.step = add i64 %w.next.first, %u")
+        e(f"  %w.next.line = udiv i64 %w.next.step, {self.position_tiles}")
+        e(f"  %w.next.at = mul i64 %w.next.line, {VECTOR}")
+        e("  %w.next.t = getelementptr float, ptr %w.next, i64 %w.next.at")
+        for v in range(blocks):
+            for tap in range(taps):
+                e(f"  %w.next.{v}.{tap} = getelementptr float, ptr %w.next.t, i64 {v * block_stride + tap * VECTOR}")
+                e(f"  call void @llvm.prefetch.p0(ptr %w.next.{v}.{tap}, i32 0, i32 2, i32 1)")
+
     def _tile_name(self, blocks: int, channels: int, offsets: tuple[int, ...], stored: int) -> str:
         key = (blocks, channels, offsets, stored)
         if key not in self.tiles:
@@ -376,6 +422,8 @@ class _Ukernel(LLVMText):
         e = self.emit
         ahead = ", i64 %ahead" if tile_epilogue.PREFETCH else ""
         parameters = f"ptr %x, ptr %w{tile_epilogue.parameters(self.epilogue)}, ptr %out{ahead}"
+        if self.prefetches_w:
+            parameters += ", ptr %w.next, i64 %index"
         self.define(f"define internal void {tile_name}({parameters}) {{")
         if tile_epilogue.PREFETCH:
             rows = [channel * self.positions for channel in range(channels)]
@@ -400,6 +448,8 @@ class _Ukernel(LLVMText):
                 e(f"  {weight}.at = getelementptr float, ptr %w.t, i64 {v * block_stride + tap * VECTOR}")
                 e(load(weight, f"{weight}.at"))
                 weights[v, tap] = weight
+        if self.prefetches_w:
+            self._prefetch_next_weights(blocks, taps)
         done = [0] * len(offsets)
         if self.prefetches_x:
             # the x of the channel `channels_ahead` on; in the last `channels_ahead` channels, this
@@ -462,8 +512,8 @@ class _Ukernel(LLVMText):
     def _main(self) -> None:
         self.define(f"define void @{self.name}(ptr noalias %x, ptr noalias %w{tile_epilogue.parameters_and_out(self.epilogue)}) {{")
         window = self.kernel_h * self.kernel_w
-        size = positions(self.out_w, self.kernel_w)
-        super_tile = math.lcm(size, self.out_w)
+        size, super_tile, full = self.size, self.super_tile, self.full_super_tiles
+        first = self.first_row * self.out_w
 
         def image(n: str) -> None:
             x_n = self.pointer("%x", self.value(f"mul i64 {n}, {self.channels * self.sh * self.sw * self.length}"))
@@ -471,13 +521,19 @@ class _Ukernel(LLVMText):
 
             def channel_tile(first_block: str, blocks: int, channels: int) -> None:
                 w_o = self.pointer("%w", self.value(f"mul i64 {first_block}, {self.channels * window * VECTOR}"))
+                # the next tile of channels' weights, or the last `blocks` blocks' (the last tile's own)
+                last_block = -(-self.out_channels // VECTOR) - blocks
+                following = self.value(f"add i64 {first_block}, {blocks}")
+                inside = self.value(f"icmp slt i64 {following}, {last_block}")
+                next_block = self.value(f"select i1 {inside}, i64 {following}, i64 {last_block}")
+                w_next = self.pointer("%w", self.value(f"mul i64 {next_block}, {self.channels * window * VECTOR}"))
                 first_channel = self.value(f"mul i64 {first_block}, {VECTOR}")
                 out_o = self.pointer(out_n, self.value(f"mul i64 {first_channel}, {self.positions}"))
 
-                def tile(rows: str, start: int | str, count: int, latest: int) -> None:
+                def tile(rows: str, start: int | str, count: int, latest: int, index: str) -> None:
                     """The tile of `count` positions from `start` past output row `rows`' first
                     (a value `start`: a column of that row, the tile inside it), at position
-                    `latest` of its channels or before."""
+                    `latest` of its channels or before, the call's tile `index` of positions."""
                     row, column = divmod(start, self.out_w) if isinstance(start, int) else (0, start)
                     x_row = self.value(f"add i64 {self.value(f'mul i64 {rows}, {self.row}')}, {row * self.row}")
                     at = self.value(f"add i64 {self.value(f'mul i64 {rows}, {self.out_w}')}, {start}")
@@ -487,28 +543,34 @@ class _Ukernel(LLVMText):
                     call_arguments = f"ptr {x_tile}, ptr {w_o}{arguments}, ptr {out_tile}"
                     if tile_epilogue.PREFETCH:
                         call_arguments += f", i64 {self._ahead(at)}"
+                    if self.prefetches_w:
+                        call_arguments += f", ptr {w_next}, i64 {index}"
                     offsets = self._offsets(start if isinstance(start, int) else 0, count)
                     stored = self._stored_lanes(count, latest)
                     self.emit(f"  call void {self._tile_name(blocks, channels, offsets, stored)}({call_arguments})")
 
-                first = self.first_row * self.out_w
-                full = (self.end_row * self.out_w - first) // super_tile
                 last_super_tile = first + (full - 1) * super_tile
+                tiles_per_super_tile = super_tile // size
 
                 def super_tile_at(s: str) -> None:
                     rows = self.value(f"add i64 {self.value(f'mul i64 {s}, {super_tile // self.out_w}')}, {self.first_row}")
+                    first_index = self.value(f"mul i64 {s}, {tiles_per_super_tile}")
                     if super_tile == self.out_w:  # tiles inside the row: one loop
-                        last = last_super_tile + self.out_w - size
-                        self.loop(self.out_w // size, lambda t: tile(rows, self.value(f"mul i64 {t}, {size}"), size, last))
+
+                        def in_row(t: str) -> None:
+                            index = self.value(f"add i64 {first_index}, {t}")
+                            tile(rows, self.value(f"mul i64 {t}, {size}"), size, last_super_tile + self.out_w - size, index)
+
+                        self.loop(self.out_w // size, in_row)
                     else:
                         for start in range(0, super_tile, size):
-                            tile(rows, start, size, last_super_tile + start)
+                            index = self.value(f"add i64 {first_index}, {start // size}")
+                            tile(rows, start, size, last_super_tile + start, index)
 
                 self.loop(full, super_tile_at)
-                rest = self.end_row * self.out_w - first - full * super_tile
-                start = 0
-                for count in rest_tiles(rest, size):
-                    tile(str(self.first_row + full * super_tile // self.out_w), start, count, first + full * super_tile + start)
+                rows, start = str(self.first_row + full * super_tile // self.out_w), 0
+                for i, count in enumerate(self.last_tiles):
+                    tile(rows, start, count, first + full * super_tile + start, str(full * tiles_per_super_tile + i))
                     start += count
 
             tile_channels = BLOCKS * VECTOR
