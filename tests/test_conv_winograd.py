@@ -267,3 +267,38 @@ def test_rule_takes_the_3x3s_of_stride_1_with_enough_channels_and_rows(monkeypat
     picked = {case: CpuSchedule().conv_ukernel(*conv_group(*shape)) == "winograd" for case, shape in {**taken, **refused}.items()}
     assert picked == {case: case in taken for case in picked}
 
+
+
+def winograd_ukernels(module) -> list[str]:
+    """The LLVM IR of each Winograd ukernel the module's kernels call."""
+    calls = [op for kernel in kernels(module) for op in kernel.walk() if isinstance(op, func.CallOp)]
+    return [
+        conv_winograd.ukernel_ir(op.callee.string_value(), [a.type for a in op.arguments])
+        for op in calls
+        if op.callee.string_value().startswith(f"{conv_winograd.PREFIX}_")
+    ]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("u_bytes, band_tiles", [(0, None), (0, 2), (1 << 40, None)])
+def test_one_band_calls_of_large_u_prefetch_the_next_tiles_u(monkeypatch, threads, u_bytes, band_tiles):
+    """37 -> 45 channels at 13 x 13 (7 register tiles of 6 output channels and one of 3, the
+    next transform element's first tile after each element's last), with U over
+    PREFETCH_U_BYTES: each step of c of a register tile prefetches line (c x 18) // 37 of the
+    next tile's 18 (6 rows of 3), a call of one band only (bands of 2 tile rows: none); the
+    interpreter's results either way, an inf in x too, at 1 and 2 threads (chunks of channels)."""
+    monkeypatch.setenv("GRAPHOPT_KERNEL_CACHE", "off")
+    monkeypatch.setattr(jit, "_cache", {})
+    monkeypatch.setattr(conv_winograd, "PREFETCH_U_BYTES", u_bytes)
+    if band_tiles:
+        monkeypatch.setattr(conv_winograd, "SMALL_U_SCRATCH_BYTES", 16 * 4 * (37 + 45) * 7 * band_tiles)
+    module = conv_block((1, 37, 13, 13), (45, 37, 3, 3), padding=(1, 1, 1, 1), epilogue="residual_relu")
+    (ukernel,) = winograd_ukernels(module)
+    prefetches = u_bytes == 0 and band_tiles is None
+    assert ("ptr noalias %u.next" in ukernel) == prefetches
+    if prefetches:
+        assert re.search(r"= mul i64 %\w+, 18\n\s+%\w+ = udiv i64 %\w+, 37\n", ukernel)
+    arrays = [sample((1, 37, 13, 13), specials=False), sample((1, 45, 13, 13), seed=4, specials=False)]
+    check(module, *arrays, threads=threads)
+    arrays[0][0, 3, 5, 5] = np.inf
+    check(module, *arrays, threads=threads)
