@@ -144,8 +144,8 @@ run: 1024->256 and 512->128 at 14x14 1.08-1.16x faster (8 ahead 1.05-1.12x; 16 a
 line only, or both lines one channel ahead, 0.95-1.03x), 256->1024 1.01-1.02x. Wider windows prefetch
 the next channel, KH x KW taps ahead (3x3s two channels ahead measured the same)."""
 PREFETCH_NEXT_WEIGHTS_TILES = 16
-"""Calls whose tile of output channels takes at most this many tiles of positions prefetch the
-next tile of channels' weights into L2 as they go (`_prefetch_next_weights`): tile k of K, at
+"""Calls of several tiles of output channels, each taking at most this many tiles of positions,
+prefetch the next tile of channels' weights into L2 as they go (`_prefetch_next_weights`): tile k of K, at
 step u of its U steps, the lines of step (k * U + u) // K, so that the K tiles bring in the next
 weights at an even rate. Without it a tile of channels reads its weights from memory in its first
 tile of positions alone, about 128 bytes per 28 FMAs on AVX-512, more than one core's share of
@@ -158,7 +158,8 @@ lanes steps' sum 0.918 and 0.904 (the whole plan 0.967 and 0.958): 512->512 3x3 
 (14 tiles) 0.97; at 2 threads 0.985 and 0.994 (whole 0.995, 0.996): the 3x3s at 7 0.92, 256->256
 3x3/2 1.03, the rest 0.98-1.01; ResNet-18-ish at 2 threads 0.93 (whole 0.972), DenseNet-121 and
 VGG-19 1.00. Every call prefetching took the stem and 128->128 3x3/2 at 56 (896 and 56 tiles,
-weights that stay in cache) 1.03-1.04x longer at 2 threads."""
+weights that stay in cache) 1.03-1.04x longer at 2 threads; a call of one tile of channels (the
+MNIST CNN's 8->16 5x5 at 14) would prefetch its own weights for nothing."""
 PREFIX = "graphopt_sconv_lanes"
 
 
@@ -331,7 +332,8 @@ class _Ukernel(LLVMText):
         """Positions of each tile after the last super-tile (`rest_tiles`)."""
         self.position_tiles = self.full_super_tiles * self.super_tile // self.size + len(self.last_tiles)
         """Tiles of positions per tile of output channels."""
-        self.prefetches_w = self.position_tiles <= PREFETCH_NEXT_WEIGHTS_TILES
+        several_channel_tiles = self.out_channels > BLOCKS * VECTOR
+        self.prefetches_w = several_channel_tiles and self.position_tiles <= PREFETCH_NEXT_WEIGHTS_TILES
         """Whether the tiles prefetch the next tile of channels' weights (`PREFETCH_NEXT_WEIGHTS_TILES`)."""
 
     def text(self) -> str:

@@ -265,23 +265,25 @@ def test_stride_1_prefetches_with_prefetch_or_as_a_1x1(monkeypatch, prefetch, pr
     check_compiled(module, sample((1, 20, 16, 16), specials=False))
 
 
-@pytest.mark.parametrize("most_tiles", [0, 64])
+@pytest.mark.parametrize("most_tiles, out_channels", [(0, 80), (64, 80), (64, 16)])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_calls_of_few_position_tiles_prefetch_the_next_channels_weights(monkeypatch, most_tiles, threads, tile):
+def test_calls_of_few_position_tiles_prefetch_the_next_channels_weights(monkeypatch, most_tiles, out_channels, threads, tile):
     """80 output channels (5 blocks of 16: whole tiles of channels and a last, smaller one) over
     7 x 7 positions: where a tile of channels takes at most PREFETCH_NEXT_WEIGHTS_TILES tiles of
     positions, each tile's step prefetches one line of each block of the next tile's weights into
     L2, the line of step (index x U + u) // K of the call's K tiles, and each call passes the tile
-    its index; else no tile does. The interpreter's results either way, at 1 and 2 threads."""
+    its index; else no tile does, nor does a call of 16 channels (one tile of channels, no next
+    one). The interpreter's results either way, at 1 and 2 threads."""
     monkeypatch.setattr(conv_lanes, "PREFETCH_NEXT_WEIGHTS_TILES", most_tiles)
-    module = conv_layer((1, 24, 7, 7), sample((80, 24, 3, 3), seed=1, specials=False), (1, 1), (1, 1), (1, 1, 1, 1))
+    w = sample((out_channels, 24, 3, 3), seed=1, specials=False)
+    module = conv_layer((1, 24, 7, 7), w, (1, 1), (1, 1), (1, 1, 1, 1))
     (call,) = lanes_calls(module)
     ukernel = conv_lanes.ukernel_ir(call.callee.string_value(), [a.type for a in call.arguments])
     # tiles of 14 (3, then one of 7), or of 6 (7 in a super-tile of 6 rows, then 4 and 3)
     position_tiles = {conv_lanes.AVX512_TILE: 4, conv_lanes.AVX2_TILE: 9}[tile]
     tiles = re.findall(r"define internal void @\S+\.tile\d+\(.*?\n}", ukernel, re.S)
     weight_prefetches = [re.findall(r"prefetch\.p0\(ptr %w\.next\.\d+\.\d+, i32 0, i32 2, i32 1\)", t) for t in tiles]
-    if most_tiles == 0:
+    if most_tiles == 0 or out_channels <= conv_lanes.BLOCKS * 16:
         assert "%w.next" not in ukernel
     else:
         assert f"%w.next.first = mul i64 %index, {24 * 9}" in ukernel
