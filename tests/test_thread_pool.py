@@ -91,22 +91,26 @@ def test_idle_workers_sleep_and_wake_for_the_next_job(private_pool):
     assert len(threads) == 3  # woken, both workers take chunks again
 
 
-def sleepers_after(pool: ThreadPool, seconds: float) -> int:
-    """The pool's workers asleep once they have had `seconds` to go to sleep."""
+def sleepers_after(pool: ThreadPool, seconds: float, until: int | None = None) -> int:
+    """The pool's workers asleep once they have had `seconds` to go to sleep (or, with `until`,
+    to reach that many sleepers)."""
     deadline = time.monotonic() + seconds
-    while pool.state[SLEEPERS // 8] != len(pool.handles) and time.monotonic() < deadline:
+    target = len(pool.handles) if until is None else until
+    while pool.state[SLEEPERS // 8] != target and time.monotonic() < deadline:
         time.sleep(0.01)
     return int(pool.state[SLEEPERS // 8])
 
 
 def test_workers_awake_keeps_workers_spinning_between_jobs_until_left(private_pool):
     """Inside `workers_awake` (a profile's steps) the workers spin between jobs instead of going
-    to sleep; once it is left they sleep again after their usual spin."""
+    to sleep; once it is left they sleep again after their usual spin. The job wakes the workers
+    asleep since the pool started; on a loaded machine they may take a while to get a core."""
     function, _ = marking_entry(private_pool, 3)
     with workers_awake():
         with workers_awake():  # nested, as profiles on two Python threads
             run_marks(function, 3)
-        assert sleepers_after(private_pool, 0.3) == 0
+        assert sleepers_after(private_pool, 5, until=0) == 0  # woken by the job
+        assert sleepers_after(private_pool, 0.3) == 0  # and spinning, not asleep again
     assert sleepers_after(private_pool, 5) == 2
     run_marks(function, 3, seed=3)
 
