@@ -145,7 +145,7 @@ line only, or both lines one channel ahead, 0.95-1.03x), 256->1024 1.01-1.02x. W
 the next channel, KH x KW taps ahead (3x3s two channels ahead measured the same)."""
 PREFETCH_NEXT_WEIGHTS_TILES = 16
 """Calls of several tiles of output channels, each taking at most this many tiles of positions,
-prefetch the next tile of channels' weights into L2 as they go (`_prefetch_next_weights`): tile k of K, at
+prefetch the next tile of channels' weights into L2 as they go (`_Ukernel._prefetch_next_weights`): tile k of K, at
 step u of its U steps, the lines of step (k * U + u) // K, so that the K tiles bring in the next
 weights at an even rate. Without it a tile of channels reads its weights from memory in its first
 tile of positions alone, about 128 bytes per 28 FMAs on AVX-512, more than one core's share of

@@ -174,6 +174,11 @@ def pack(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(u.reshape(packed_shape(w.shape)).astype(w.dtype))
 
 
+def u_bytes(channels: int, out_channels: int) -> int:
+    """Bytes of U for a conv of these channels (`packed_shape`)."""
+    return 4 * math.prod(packed_shape((out_channels, channels, 3, 3)))
+
+
 def band_rows(channels: int, out_shape: Sequence[int]) -> int:
     """Tile rows per band: the most whose scratch (V and M, 64 (C + O) bytes a tile) fits in
     SMALL_U_SCRATCH_BYTES where U (64 C O bytes) holds SMALL_U_BYTES or fewer, in
@@ -181,11 +186,11 @@ def band_rows(channels: int, out_shape: Sequence[int]) -> int:
     larger than SCRATCH_BYTES, else in SCRATCH_BYTES; at least one."""
     _, out_channels, out_h, out_w = out_shape
     tile_bytes = 16 * 4 * (channels + out_channels)
-    u_bytes = 4 * math.prod(packed_shape((out_channels, channels, 3, 3)))
+    transformed = u_bytes(channels, out_channels)
     row_bytes, rows = tile_bytes * tiles_across(out_w), tiles_across(out_h)
-    if u_bytes <= SMALL_U_BYTES:
+    if transformed <= SMALL_U_BYTES:
         budget = SMALL_U_SCRATCH_BYTES
-    elif u_bytes <= MEDIUM_U_BYTES and rows * row_bytes > SCRATCH_BYTES:
+    elif transformed <= MEDIUM_U_BYTES and rows * row_bytes > SCRATCH_BYTES:
         budget = MEDIUM_U_SCRATCH_BYTES
     else:
         budget = SCRATCH_BYTES
@@ -276,7 +281,7 @@ class _Ukernel(LLVMText):
         self.gemm_tiles: set[tuple[int, int]] = set()
         """The (output channels, vectors of tiles) of the register tiles that stage 2 calls."""
         self.first_row, self.end_row = output_rows.row_range(self.name, self.out_h)  # first even: a tile row's
-        large_u = self.out_channels * 16 * self.channels * 4 > PREFETCH_U_BYTES
+        large_u = u_bytes(self.channels, self.out_channels) > PREFETCH_U_BYTES
         one_band = self.end_row - self.first_row <= 2 * self.band
         self.prefetches_u = large_u and one_band and self.out_channels >= ROWS
         """Whether the GEMMs' register tiles prefetch the next tile's U (`PREFETCH_U_BYTES`)."""
@@ -463,7 +468,8 @@ class _Ukernel(LLVMText):
 
     def _gemm_tile(self, rows: int, vectors: int) -> None:
         """`@name.tile<rows>x<vectors>(u, v, m)`: m[r R + t] = sum over c of u[r 16 C + c] * v[c R + t]
-        for r < rows and t < 16 vectors."""
+        for r < rows and t < 16 vectors; where it prefetches U, a fourth parameter, the next
+        register tile's U (`_next_u`, `_prefetch_next_u`)."""
         u_next = ", ptr noalias %u.next" if self.prefetches_u else ""
         self.define(f"define internal void @{self.name}.tile{rows}x{vectors}(ptr noalias %u, ptr noalias %v, ptr noalias %m{u_next}) {{")
 
