@@ -38,9 +38,14 @@ def winograd_whenever_it_applies(monkeypatch):
     )
 
 
+def winograd_call_ops(module) -> list[func.CallOp]:
+    """The calls of the Winograd ukernel after fuse and convert-graph-to-linalg."""
+    calls = [op for kernel in kernels(module) for op in kernel.walk() if isinstance(op, func.CallOp)]
+    return [op for op in calls if op.callee.string_value().startswith(f"{conv_winograd.PREFIX}_")]
+
+
 def winograd_calls(module) -> list[str]:
-    calls = [op.callee.string_value() for kernel in kernels(module) for op in kernel.walk() if isinstance(op, func.CallOp)]
-    return [name for name in calls if name.startswith(f"{conv_winograd.PREFIX}_")]
+    return [op.callee.string_value() for op in winograd_call_ops(module)]
 
 
 def check(module, *arrays, threads=1):
@@ -268,15 +273,9 @@ def test_rule_takes_the_3x3s_of_stride_1_with_enough_channels_and_rows(monkeypat
     assert picked == {case: case in taken for case in picked}
 
 
-
 def winograd_ukernels(module) -> list[str]:
     """The LLVM IR of each Winograd ukernel the module's kernels call."""
-    calls = [op for kernel in kernels(module) for op in kernel.walk() if isinstance(op, func.CallOp)]
-    return [
-        conv_winograd.ukernel_ir(op.callee.string_value(), [a.type for a in op.arguments])
-        for op in calls
-        if op.callee.string_value().startswith(f"{conv_winograd.PREFIX}_")
-    ]
+    return [conv_winograd.ukernel_ir(op.callee.string_value(), [a.type for a in op.arguments]) for op in winograd_call_ops(module)]
 
 
 @pytest.mark.parametrize("threads", [1, 2])
