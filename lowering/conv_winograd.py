@@ -58,20 +58,32 @@ from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import Attribute
 
 from graphopt.lowering import output_rows, packed_gemm, tile_epilogue
-from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, load, store, store_first
+from graphopt.lowering.llvm_text import (
+    VECTOR,
+    VECTOR_TYPE,
+    LLVMText,
+    broadcast,
+    fma,
+    load,
+    prefetch_next_tile_row,
+    store,
+    store_first,
+)
 
 PREFIX = "graphopt_sconv_wino"
 PREFETCH_U_BYTES = 1 << 20
 """Calls of one band an image whose U holds more bytes than this prefetch, in each step of c of a
-GEMM's register tile, a line of the next register tile's U into L2 (`_Ukernel._next_u`): step c
-of C the line (c x L) // C of the next tile's L (ROWS rows of ceil(C / 16) lines), line by line
-across its rows, so that the next U arrives at an even rate. A register tile reads ROWS rows of
+GEMM's register tile, a line of the next register tile's U into L2 (`_Ukernel._next_u`): column c
+of its row c mod ROWS (`llvm_text.prefetch_next_tile_row`, as the conv GEMM prefetches its next
+row tile's weights), so that the next U arrives at the rate the tile reads its own. A register tile reads ROWS rows of
 C floats, 16 C floats apart, each once per band: short streams, cold in a model, that the
 hardware prefetchers pick up late. Measured on 2026-11-29 (Emerald Rapids, AVX-512; each step in
 the model's plan order, both plans in one process, 30 passes, the median of the per-pass
 ratios, two pairs): ResNet-50's 256->256 at 14 (U 4 MB) 0.85 and 0.84 at 2 threads, 0.85 and
 0.87 at 1 (the whole plan 0.98); Inception-v2's 192->192 and 256->192 at 14 (2.3 and 3 MB)
-0.78-0.80 at 2 threads, its Winograd steps 0.93 at 1 thread (the plan 0.97). Every U
+0.78-0.80 at 2 threads, its Winograd steps 0.93 at 1 thread (the plan 0.97). Those prefetched
+line (c x L) // C of the next tile's L lines; with the conv GEMM's rule (above), measured again:
+256->256 at 14 0.845 and 0.846 at 2 threads, 0.883 and 0.889 at 1; Inception-v2's 0.79-0.81. Every U
 prefetching: the 64->64 at 56 (U 256 KB, in L2) 1.01-1.02, 128->128 at 28 (1 MB) 0.99-1.01.
 Several bands read U again for each band: VGG-19's 256->256 at 56 and 512->512 at 28 ran
 1.02-1.05x slower prefetching, so they do not."""
@@ -417,13 +429,13 @@ class _Ukernel(LLVMText):
                 def channel_tile(o: str, rows: int) -> None:
                     u_o = self.pointer(u_xi, self.value(f"mul i64 {o}, {16 * self.channels}"))
                     m_o = self.pointer(m_xi, self.value(f"mul i64 {o}, {self.row}"))
-                    u_next = self._next_u(xi, u_xi, o, rows) if self.prefetches_u else None
+                    u_ahead = self._next_u(xi, o, rows) if self.prefetches_u else None
 
                     def register_tile(p: str, vectors: int) -> None:
                         t = self.value(f"mul i64 {self.value(f'add i64 {first_panel}, {p}')}, {VECTOR}")
                         arguments = f"ptr {u_o}, ptr {self.pointer(v_xi, t)}, ptr {self.pointer(m_o, t)}"
-                        if u_next:
-                            arguments += f", ptr {u_next}"
+                        if u_ahead:
+                            arguments += f", i64 {u_ahead}"
                         self.emit(f"  call void @{self.name}.tile{rows}x{vectors}({arguments})")
                         self.gemm_tiles.add((rows, vectors))
 
@@ -443,39 +455,28 @@ class _Ukernel(LLVMText):
 
         self.loop(16, transform_element)
 
-    def _next_u(self, xi: str, u_xi: str, o: str, rows: int) -> str:
-        """The U of the register tile of output channels after the one at `o` (`rows` of them):
-        the next ROWS channels of transform element `xi` where they are whole, else the first of
-        the next element, else (after the last element's last tile) the last element's first."""
-        following = self.value(f"add i64 {o}, {rows}")
-        whole = self.value(f"icmp sle i64 {following}, {self.out_channels - ROWS}")
+    def _next_u(self, xi: str, o: str, rows: int) -> str:
+        """How far past the U of the register tile of output channels at `o` (`rows` of them)
+        the next tile's lies (floats): the next ROWS channels of transform element `xi` where they
+        are whole, else the first of the next element, else (after the last element's last tile)
+        the last element's first."""
+        channel_tile = self.value(f"mul i64 {o}, {16 * self.channels}")
+        whole = self.value(f"icmp sle i64 {self.value(f'add i64 {o}, {rows}')}, {self.out_channels - ROWS}")
         next_element = self.value(f"icmp ult i64 {xi}, 15")
-        element = self.pointer(u_xi, self.channels)
-        later = self.value(f"select i1 {next_element}, ptr {element}, ptr {u_xi}")
-        tile = self.pointer(u_xi, self.value(f"mul i64 {following}, {16 * self.channels}"))
-        return self.value(f"select i1 {whole}, ptr {tile}, ptr {later}")
-
-    def _prefetch_next_u(self, c: str) -> None:
-        """Step `c`'s prefetch of the next register tile's U (`PREFETCH_U_BYTES`) from `%u.next`:
-        of its L lines (ROWS rows of ceil(C / 16)), line j = (c x L) // C, the line j // ROWS of
-        row j mod ROWS."""
-        lines = ROWS * -(-self.channels // VECTOR)
-        j = self.value(f"udiv i64 {self.value(f'mul i64 {c}, {lines}')}, {self.channels}")
-        row_at = self.value(f"mul i64 {self.value(f'urem i64 {j}, {ROWS}')}, {16 * self.channels}")
-        line_at = self.value(f"mul i64 {self.value(f'udiv i64 {j}, {ROWS}')}, {VECTOR}")
-        at = self.pointer("%u.next", self.value(f"add i64 {row_at}, {line_at}"))
-        self.emit(f"  call void @llvm.prefetch.p0(ptr {at}, i32 0, i32 2, i32 1)")
+        first = self.value(f"select i1 {next_element}, i64 {self.channels}, i64 0")
+        back = self.value(f"sub i64 {first}, {channel_tile}")
+        return self.value(f"select i1 {whole}, i64 {rows * 16 * self.channels}, i64 {back}")
 
     def _gemm_tile(self, rows: int, vectors: int) -> None:
         """`@name.tile<rows>x<vectors>(u, v, m)`: m[r R + t] = sum over c of u[r 16 C + c] * v[c R + t]
-        for r < rows and t < 16 vectors; where it prefetches U, a fourth parameter, the next
-        register tile's U (`_next_u`, `_prefetch_next_u`)."""
-        u_next = ", ptr noalias %u.next" if self.prefetches_u else ""
-        self.define(f"define internal void @{self.name}.tile{rows}x{vectors}(ptr noalias %u, ptr noalias %v, ptr noalias %m{u_next}) {{")
+        for r < rows and t < 16 vectors; where it prefetches U, a fourth parameter, how far past u
+        the next register tile's U lies (`_next_u`, `llvm_text.prefetch_next_tile_row`)."""
+        u_ahead = ", i64 %u.ahead" if self.prefetches_u else ""
+        self.define(f"define internal void @{self.name}.tile{rows}x{vectors}(ptr noalias %u, ptr noalias %v, ptr noalias %m{u_ahead}) {{")
 
         def channel(c: str, *sums: str) -> list[str]:
             if self.prefetches_u:
-                self._prefetch_next_u(c)
+                self.lines += prefetch_next_tile_row("u", c, ROWS, 16 * self.channels, 2)
             v_c = self.pointer("%v", self.value(f"mul i64 {c}, {self.row}"))
             tiles = [self.fresh() for _ in range(vectors)]
             for k, value in enumerate(tiles):

@@ -123,6 +123,21 @@ class LLVMText:
         return "\n".join(self.lines) + "\n"
 
 
+def prefetch_next_tile_row(name: str, k: str, rows: int, row_stride: int, locality: int) -> list[str]:
+    """At step `k` of a register tile's loop along its `rows` rows of `%name` (rows `row_stride`
+    floats apart; k the column), a prefetch of column k of row k mod `rows` of the next tile,
+    `%<name>.ahead` floats past `%name`: every line of the next tile's rows, each in the steps
+    that read the same line of the tile's own, rows <= 16 times a line of 16 columns apart."""
+    return [
+        f"  %{name}.row = urem i64 {k}, {rows}",
+        f"  %{name}.row.at = mul i64 %{name}.row, {row_stride}",
+        f"  %{name}.next.row = add i64 %{name}.row.at, %{name}.ahead",
+        f"  %{name}.next.at = add i64 %{name}.next.row, {k}",
+        f"  %{name}.next = getelementptr float, ptr %{name}, i64 %{name}.next.at",
+        f"  call void @llvm.prefetch.p0(ptr %{name}.next, i32 0, i32 {locality}, i32 1)",
+    ]
+
+
 def broadcast(name: str, scalar: str) -> list[str]:
     """Lines setting `name` to a vector of `scalar` in every lane (`name.one` is a temporary)."""
     return [

@@ -71,7 +71,17 @@ from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import Attribute
 
 from graphopt.lowering import tile_epilogue
-from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, host_has_avx512, load, store
+from graphopt.lowering.llvm_text import (
+    VECTOR,
+    VECTOR_TYPE,
+    LLVMText,
+    broadcast,
+    fma,
+    host_has_avx512,
+    load,
+    prefetch_next_tile_row,
+    store,
+)
 
 PANEL = 64 if host_has_avx512() else 16
 """Columns of b per panel: 4 vectors of 16 floats with AVX-512 (a 6x64 tile: 24 accumulators of
@@ -374,13 +384,8 @@ class _Ukernel(LLVMText):
             for v in looped:
                 e(f"  %b.down.{v} = getelementptr float, ptr %b.ptr.{v}, i64 %b.down")
                 e(f"  call void @llvm.prefetch.p0(ptr %b.down.{v}, i32 0, i32 3, i32 1)")
-        if self._prefetches_a():  # the next tile's row k mod `rows` at column k: each line of its rows twice or more
-            e(f"  %a.row = urem i64 %k, {rows}")
-            e(f"  %a.row.at = mul i64 %a.row, {self.a_stride}")
-            e("  %a.next.row = add i64 %a.row.at, %a.ahead")
-            e("  %a.next.at = add i64 %a.next.row, %k")
-            e("  %a.next = getelementptr float, ptr %a, i64 %a.next.at")
-            e("  call void @llvm.prefetch.p0(ptr %a.next, i32 0, i32 3, i32 1)")
+        if self._prefetches_a():
+            self.lines += prefetch_next_tile_row("a", "%k", rows, self.a_stride, 3)
         for r in range(rows):
             e(f"  %a.at.{r} = add i64 %k, {r * self.a_stride}")
             e(f"  %a.ptr.{r} = getelementptr float, ptr %a, i64 %a.at.{r}")
