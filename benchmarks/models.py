@@ -18,13 +18,19 @@ Needs onnx and onnxruntime (`pip install -e ".[onnx]"`; matplotlib, `.[plot]`, f
   3x3s with batch norm, residual adds), regnet_y_400mf_ish (RegNetY-400MF: 3x3/2 stem of 32, stages
   of 48, 104, 208 and 440 channels, 1, 3, 6 and 6 blocks, the first of each at stride 2: 1x1, 3x3 in
   groups of 8 channels, squeeze-and-excitation to a quarter of the block's input channels with
-  relu, 1x1, residual add) and convnext_tiny_ish (4x4/4 stem, stages of 3, 3, 9 and 3 blocks at
+  relu, 1x1, residual add), convnext_tiny_ish (4x4/4 stem, stages of 3, 3, 9 and 3 blocks at
   96, 192, 384 and 768 channels, 2x2/2 downsampling: 7x7 depthwise conv, Transpose to NHWC,
   LayerNormalization over the channels, MatMul + Add to 4x the channels, GELU as PyTorch writes it
   at opset 17 (x * (Erf(x / sqrt 2) + 1) * 0.5), MatMul + Add back, Transpose to NCHW, times the
   layer scale, residual add; LayerNorm2d, in the stem, before each downsampling conv and in the
   head, is Transpose, LayerNormalization, Transpose, as torchvision's Permute, layer_norm, Permute
-  export).
+  export), shufflenet_v2_ish (ShuffleNet-v2 x1.0: 3x3/2 stem of 24, 3x3/2 max pool, stages of 116,
+  232 and 464 channels in 4, 8 and 4 blocks, the first of each at stride 2; a block splits its
+  channels in halves (Split), runs one half through 1x1, 3x3 depthwise and 1x1 convs, concatenates
+  and shuffles the channels (Reshape, Transpose, Reshape); 1x1 to 1024, ReduceMean over H and W)
+  and squeezenet1_1_ish (SqueezeNet 1.1: unpadded 3x3/2 stem of 64, max pools in ceil mode, eight
+  Fire modules of a 1x1 squeeze and 1x1 and 3x3 expands concatenated, a 1x1 conv to 1000 classes,
+  global average pool).
 
 One child process per thread count, with end_to_end.py's environment (timing.thread_environment).
 In it, per model: `graphopt.compile(graphopt.from_onnx(model), backends=("cpu", "blas"))` and an
@@ -91,6 +97,12 @@ REGNET_GROUP_WIDTH = 8
 REGNET_SE_RATIO = 0.25
 CONVNEXT_TINY_STAGES = ((96, 3), (192, 3), (384, 9), (768, 3))
 """(channels, blocks) per stage."""
+SHUFFLENET_V2_STAGES = ((116, 4), (232, 8), (464, 4))
+"""(output channels, blocks) per stage of shufflenet_v2_x1_0; the first block of each has stride 2."""
+SQUEEZENET1_1_LAYERS = ((16, 64), (16, 64), "pool", (32, 128), (32, 128), "pool", (48, 192), (48, 192), (64, 256),
+                        (64, 256))
+"""squeezenet1_1's features after its stem and first pool: fire modules as (squeeze, expand) channels, and
+3x3/2 max pools."""
 
 
 # ----------------------------------------------------------------------------------------
@@ -277,12 +289,94 @@ def convnext_tiny_ish() -> onnx.ModelProto:
     return b.model(classifier(b, rng, pooled, channels), (1, 1000), opset=OPSET)
 
 
+def channel_shuffle(b: OnnxBuilder, x: Value, channels: int, size: int) -> Value:
+    """torchvision's channel_shuffle in 2 groups: Reshape to [1, 2, C / 2, H, W], Transpose the two
+    channel axes, Reshape back to [1, C, H, W]."""
+    grouped = b.reshape(x, (1, 2, channels // 2, size, size))
+    return b.reshape(b.transpose(grouped, [0, 2, 1, 3, 4]), (1, channels, size, size))
+
+
+def shuffle_block(b: OnnxBuilder, rng: np.random.Generator, x: Value, channels: tuple[int, int], stride: int,
+                  size: int) -> Value:
+    """torchvision's ShuffleNet-v2 InvertedResidual, out at `size` x `size`: at stride 1, x split in two
+    halves of its channels (Split), the second through 1x1, 3x3 depthwise, 1x1; at stride 2, x whole
+    through both that branch and one of 3x3/2 depthwise, 1x1; the halves concatenated, then
+    channel_shuffle. Each conv has batch norm, the 1x1s relu."""
+    out_channels, in_channels = channels
+    half = out_channels // 2
+
+    def branch(y: Value, inputs: int) -> Value:
+        y = relu(b, conv_bn(b, rng, y, (half, inputs), 1))
+        y = conv_bn(b, rng, y, (half, half), 3, stride, groups=half, symmetric_pads=True)
+        return relu(b, conv_bn(b, rng, y, (half, half), 1))
+
+    if stride == 1:
+        kept, passed = b.split(x, [half, half], axis=1)
+        halves = kept, branch(passed, half)
+    else:
+        depthwise = conv_bn(b, rng, x, (in_channels, in_channels), 3, stride, groups=in_channels, symmetric_pads=True)
+        halves = relu(b, conv_bn(b, rng, depthwise, (half, in_channels), 1)), branch(x, in_channels)
+    return channel_shuffle(b, b.node("Concat", *halves, axis=1), out_channels, size)
+
+
+def shufflenet_v2_ish() -> onnx.ModelProto:
+    """torchvision's shufflenet_v2_x1_0: x[1,3,224,224] -> 3x3/2 conv (24) with batch norm and relu,
+    3x3/2 max pool, SHUFFLENET_V2_STAGES of shuffle_blocks, 1x1 conv to 1024 with batch norm and
+    relu, the mean over H and W (ReduceMean, as x.mean([2, 3]) exports), linear -> logits[1,1000]."""
+    rng = np.random.default_rng(11)
+    b = OnnxBuilder()
+    y = relu(b, conv_bn(b, rng, b.input("x", (1, 3, 224, 224)), (24, 3), 3, stride=2, symmetric_pads=True))
+    y = b.node("MaxPool", y, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    channels, size = 24, 56
+    for out_channels, blocks in SHUFFLENET_V2_STAGES:
+        for block in range(blocks):
+            stride = 2 if block == 0 else 1
+            size //= stride
+            y = shuffle_block(b, rng, y, (out_channels, channels), stride, size)
+            channels = out_channels
+    y = relu(b, conv_bn(b, rng, y, (1024, channels), 1))
+    return b.model(classifier(b, rng, b.node("ReduceMean", y, axes=[2, 3], keepdims=0), 1024), (1, 1000), opset=OPSET)
+
+
+def fire(b: OnnxBuilder, rng: np.random.Generator, x: Value, in_channels: int, squeeze: int, expand: int) -> Value:
+    """SqueezeNet's Fire module: a 1x1 squeeze, then a 1x1 and a 3x3 expand side by side (Concat),
+    each conv with a bias and relu."""
+    squeezed = relu(b, conv_with_bias(b, rng, x, (squeeze, in_channels), 1))
+    expanded = (relu(b, conv_with_bias(b, rng, squeezed, (expand, squeeze), kernel)) for kernel in (1, 3))
+    return b.node("Concat", *expanded, axis=1)
+
+
+def squeezenet1_1_ish() -> onnx.ModelProto:
+    """torchvision's squeezenet1_1: x[1,3,224,224] -> 3x3/2 conv (64, unpadded) and relu, 3x3/2 max
+    pool (ceil_mode, which rounds none of its sizes up), SQUEEZENET1_1_LAYERS, a 1x1 conv to 1000
+    classes and relu, global average pool, Flatten -> logits[1,1000]."""
+    rng = np.random.default_rng(12)
+    b = OnnxBuilder()
+
+    def pool(y: Value) -> Value:
+        return b.node("MaxPool", y, kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+
+    y = pool(relu(b, conv_with_bias(b, rng, b.input("x", (1, 3, 224, 224)), (64, 3), 3, stride=2)))
+    channels = 64
+    for layer in SQUEEZENET1_1_LAYERS:
+        if layer == "pool":
+            y = pool(y)
+        else:
+            squeeze, expand = layer
+            y = fire(b, rng, y, channels, squeeze, expand)
+            channels = 2 * expand
+    logits = relu(b, conv_with_bias(b, rng, y, (1000, channels), 1))
+    return b.model(b.node("Flatten", b.node("GlobalAveragePool", logits), axis=1), (1, 1000), opset=OPSET)
+
+
 BUILT_MODELS = {
     "mobilenet_v2_ish": lambda: inverted_residual_net(6, MOBILENET_V2_STAGES, relu6, squeeze=False),
     "efficientnet_ish": lambda: inverted_residual_net(7, EFFICIENTNET_B0_STAGES, silu, squeeze=True),
     "resnet18_ish": resnet18_ish,
     "regnet_y_400mf_ish": regnet_y_400mf_ish,
     "convnext_tiny_ish": convnext_tiny_ish,
+    "shufflenet_v2_ish": shufflenet_v2_ish,
+    "squeezenet1_1_ish": squeezenet1_1_ish,
 }
 MODELS = (*ZOO_MODELS, *BUILT_MODELS)
 

@@ -61,6 +61,13 @@ class OnnxBuilder:
         self.nodes.append(helper.make_node(op_type, [i.name for i in inputs], [name], name=name, **attributes))
         return Value(name)
 
+    def split(self, x: Value, sizes: list[int], axis: int) -> list[Value]:
+        """x cut along `axis` into parts of `sizes` (one Split node, the sizes an input as from opset 13)."""
+        name = f"split_{len(self.nodes)}"
+        outputs = [f"{name}_{i}" for i in range(len(sizes))]
+        self.nodes.append(helper.make_node("Split", [x.name, self.ints(sizes).name], outputs, name=name, axis=axis))
+        return [Value(output) for output in outputs]
+
     def ints(self, values) -> Value:
         return self.constant(np.asarray(values, np.int64))
 
