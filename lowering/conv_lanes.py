@@ -263,16 +263,9 @@ def super_tile_rows(out_w: int, kernel_w: int) -> int:
 
 
 def phases_read(name_: str, types: Sequence[MemRefType], first: int, end: int) -> tuple[int, int]:
-    """(begin, end) of the elements of each phase row (axis 4 of the phases, [N, C, sh, sw, L])
-    that the call computing output rows first to end - 1 reads: position (oh, ow) reads
-    oh * R + ow plus each tap's shift within its phase (`_shifts`), at most
-    `direct_conv.phase_reach` on."""
-    row, dilations, _ = direct_conv.parameters(name_)
-    _, _, sh, sw, length = types[0].get_shape()
-    window = types[1].get_shape()[2:4]
-    out_w = types[-1].get_shape()[3]
-    reach = direct_conv.phase_reach(window, dilations, (sh, sw), row)
-    return first * row, min(length, (end - 1) * row + out_w + reach)
+    """`direct_conv.phase_span` of the call computing output rows first to end - 1: it reads each
+    row's out_w columns (one float at a time)."""
+    return direct_conv.phase_span(name_, types, first, end, types[-1].get_shape()[3])
 
 
 def ukernel_ir(name_: str, types: Sequence[MemRefType]) -> str:

@@ -32,6 +32,11 @@ passes its per-channel operands (each [O] values in any shape of O elements) and
 
     func.call @graphopt_sconv_direct_r18_d1x1_eaddAP0.maxS0C00000000_1x8x1x1x340_16x8x5x5_16_1x16x14x14(
         %phases, %w, %bias, %out) : (memref<1x8x1x1x340xf32>, memref<16x8x5x5xf32>, memref<16xf32>, memref<1x16x14x14xf32>) -> ()
+
+Since 2026-11-29 a call for output rows first to end - 1 alone (a chunk of a one-group conv
+split by output rows, `ukernels.DIRECT_ROW_SPLIT`) has a name ending in `_oh<first>to<end>`
+(`output_rows.chunk_name`) and the same operands: its row tiles start at row first, which is a
+multiple of `tile_rows`, and its phases hold the rows of x those rows read (`phases_read`).
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from collections.abc import Callable, Sequence
 from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import Attribute
 
-from graphopt.lowering import tile_epilogue
+from graphopt.lowering import output_rows, tile_epilogue
 from graphopt.lowering.llvm_text import VECTOR, VECTOR_TYPE, LLVMText, broadcast, fma, host_has_avx512, load, store
 
 OUT_CHANNELS = 8 if host_has_avx512() else 4
@@ -85,6 +90,29 @@ def phase_reach(window: Sequence[int], dilations: Sequence[int], strides: Sequen
     return (kernel_h - 1) * dh // sh * row + (kernel_w - 1) * dw // sw
 
 
+def tile_rows(out_w: int) -> int:
+    """Output rows per register tile for output rows of `out_w` columns: several where a row
+    takes fewer than VECTORS vectors."""
+    return max(1, VECTORS // min(-(-out_w // VECTOR), VECTORS))
+
+
+def phase_span(name_: str, types: Sequence[MemRefType], first: int, end: int, columns: int) -> tuple[int, int]:
+    """(begin, end) of the elements of each phase row (axis 4 of the phases, [N, C, sh, sw, L])
+    that a ukernel on the phases (this one or `conv_lanes`) reads to compute output rows first to
+    end - 1 when it reads `columns` of each: position (oh, ow) reads oh * R + ow plus each tap's
+    shift within its phase, at most `phase_reach` on."""
+    row, dilations, _ = parameters(name_)
+    _, _, sh, sw, length = types[0].get_shape()
+    reach = phase_reach(types[1].get_shape()[2:4], dilations, (sh, sw), row)
+    return first * row, min(length, (end - 1) * row + columns + reach)
+
+
+def phases_read(name_: str, types: Sequence[MemRefType], first: int, end: int) -> tuple[int, int]:
+    """`phase_span` of this ukernel's call for output rows first to end - 1: its rows of x are
+    read in whole vectors of 16 columns."""
+    return phase_span(name_, types, first, end, -(-types[-1].get_shape()[3] // VECTOR) * VECTOR)
+
+
 def chunk_name(name_: str, types: Sequence[MemRefType]) -> str:
     """The name of the ukernel `name_` called on memrefs of other sizes (a chunk of its images)."""
     return name(types, *parameters(name_))
@@ -111,9 +139,10 @@ class _Ukernel(LLVMText):
         self.out_channels, self.channels, self.kernel_h, self.kernel_w = w  # channels of a group
         self.conv_groups = in_channels // self.channels
         _, _, self.out_h, self.out_w = out
+        self.first_row, self.end_row = output_rows.row_range(name_, self.out_h)
         self.chunks = -(-self.out_w // VECTOR)  # vectors per output row
         self.group = min(self.chunks, VECTORS)  # vectors per tile of one row
-        self.tile_rows = max(1, VECTORS // self.group)
+        self.tile_rows = tile_rows(self.out_w)
         self.groups = -(-self.chunks // self.group)  # tiles across an output row
         self.tiles: set[tuple[int, int, int, int]] = set()
 
@@ -224,7 +253,8 @@ class _Ukernel(LLVMText):
                     last_vectors = self.chunks - (self.groups - 1) * self.group
                     column_group(str(self.groups - 1), last_vectors, self.out_w - (self.chunks - 1) * VECTOR)
 
-                self._tiled(self.out_h, self.tile_rows, row_tile)
+                rows = self.end_row - self.first_row
+                self._tiled(rows, self.tile_rows, lambda i, size: row_tile(self.value(f"add i64 {i}, {self.first_row}"), size))
 
             self.loop(self.conv_groups, conv_group)
 

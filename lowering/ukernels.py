@@ -270,6 +270,13 @@ transformed once per chunk, holds there too."""
 LANES_ROW_SPLIT_CHANNEL_TILES = 1
 """Register tiles of output channels (`conv_lanes.BLOCKS` blocks of 16 each) up to which the
 lanes conv on one image splits by output rows rather than by output channels; 0: never."""
+DIRECT_ROW_SPLIT = True
+"""Whether the direct conv of one group on one image splits by output rows (whole row tiles:
+`direct_conv.tile_rows`) rather than by output channels. A chunk of channels pads all of x into
+stride phases of its own and reads its share of w, a chunk of rows pads and reads its rows of x
+and all of w; the direct ukernel's one-group convs are stems (3 input channels, a few KB of w)
+whose channels do not fill the lanes ukernel's vectors, split unevenly by its tiles of
+`direct_conv.OUT_CHANNELS` (ShuffleNet's 3->24 3x3/2 at 224: 16 + 8 channels)."""
 LANES_ROW_SPLIT_X_OVER_W = 0.5
 """The lanes conv on one image of more tiles of output channels splits by output rows where its x
 (the phases) holds more than this many times the floats of its packed w; 0: never. A chunk of
@@ -295,7 +302,8 @@ def conv_output_rows(ukernel_call: func.CallOp) -> tuple[int, int] | None:
     channel and 4 output rows, by tile rows (2 output rows); the lanes conv of at most
     LANES_ROW_SPLIT_CHANNEL_TILES register tiles of output channels, or whose x outweighs
     LANES_ROW_SPLIT_X_OVER_W times its w, and two super-tiles of rows or more
-    (`conv_lanes.super_tile_rows`).
+    (`conv_lanes.super_tile_rows`); the direct conv of one group (`DIRECT_ROW_SPLIT`) with two
+    row tiles or more, by row tiles (`direct_conv.tile_rows`).
 
     The lanes conv's chunk of output channels computes whole register tiles of them
     (`conv_lanes.BLOCKS` blocks of 16: 32 channels on AVX-512), so a conv of one tile (DenseNet's
@@ -309,10 +317,13 @@ def conv_output_rows(ukernel_call: func.CallOp) -> tuple[int, int] | None:
     models those whose x outweighs half of w do, and the others keep channels.
     """
     kind = _kind(ukernel_call.callee.string_value())
-    if kind not in (conv_winograd, conv_lanes):
+    if kind not in (conv_winograd, conv_lanes, direct_conv):
         return None
     parts = operands(ukernel_call)
     batch, out_channels, out_h, out_w = parts.like_out[-1].type.get_shape()
+    if kind is direct_conv:
+        granule, one_group = direct_conv.tile_rows(out_w), parts.first.type.get_shape()[1] == parts.data.type.get_shape()[1]
+        return (out_h, granule) if DIRECT_ROW_SPLIT and batch == 1 and one_group and out_h >= 2 * granule else None
     if kind is conv_winograd:
         many_positions = out_h * out_w >= WINOGRAD_ROW_SPLIT_POSITIONS_PER_CHANNEL * out_channels > 0
         return (out_h, 2) if batch == 1 and many_positions and out_h >= 4 else None
@@ -326,8 +337,8 @@ def conv_output_rows(ukernel_call: func.CallOp) -> tuple[int, int] | None:
 def conv_input_read(ukernel_call: func.CallOp, first: int, end: int) -> tuple[int, int, int] | None:
     """(axis, begin, end): the part of a conv ukernel call's first operand, a temporary, that
     its output rows first to end - 1 (`conv_output_rows`) read: rows of Winograd's padded x
-    (`conv_winograd.rows_read`), elements of the lanes conv's phase rows
-    (`conv_lanes.phases_read`); all of it elsewhere (None)."""
+    (`conv_winograd.rows_read`), elements of the lanes and direct convs' phase rows
+    (`conv_lanes.phases_read`, `direct_conv.phases_read`); all of it elsewhere (None)."""
     name = ukernel_call.callee.string_value()
     types = [v.type for v in ukernel_call.arguments]
     kind, rank = _kind(name), len(types[0].get_shape())
@@ -335,6 +346,8 @@ def conv_input_read(ukernel_call: func.CallOp, first: int, end: int) -> tuple[in
         return 2, *conv_winograd.rows_read(types[0].get_shape(), first, end)
     if kind is conv_lanes and rank == 5:
         return 4, *conv_lanes.phases_read(name, types, first, end)
+    if kind is direct_conv:
+        return 4, *direct_conv.phases_read(name, types, first, end)
     return None
 
 

@@ -84,7 +84,9 @@ CONVS = [
 @pytest.mark.parametrize("batch", [1, 3])
 def test_two_threads_match_the_interpreter(monkeypatch, batch, x_shape, w_shape, strides, padding, groups, epilogue):
     """One image: two chunks of output channels, each calling the ukernel for its channels
-    (and, with groups, for its groups' input channels); three images: chunks of images."""
+    (and, with groups, for its groups' input channels); three images: chunks of images. (One-group
+    direct convs split by output rows, `ukernels.DIRECT_ROW_SPLIT`: off here.)"""
+    monkeypatch.setattr(ukernels, "DIRECT_ROW_SPLIT", False)
     x_shape = (batch, *x_shape[1:])
     module = conv_block(x_shape, w_shape, strides, padding, groups, epilogue)
     arrays = [sample(x_shape, specials=False)]
@@ -109,7 +111,9 @@ def test_two_threads_match_the_interpreter(monkeypatch, batch, x_shape, w_shape,
 def test_one_group_chunks_start_at_register_tiles_and_read_all_of_x(monkeypatch):
     """Output channels 0-15 and 16-20 (chunks start at multiples of direct_conv.OUT_CHANNELS),
     each chunk copying all of x into its phases and adding its channels' bias in the tile
-    (AVX-512's tile of 8 channels, on any host)."""
+    (AVX-512's tile of 8 channels, on any host), where one-group direct convs split by channels
+    (`ukernels.DIRECT_ROW_SPLIT` off)."""
+    monkeypatch.setattr(ukernels, "DIRECT_ROW_SPLIT", False)
     monkeypatch.setattr(direct_conv, "OUT_CHANNELS", 8)
     module = conv_block((1, 5, 12, 10), (21, 5, 3, 3), padding=(1, 1, 1, 1))
     executable, calls = compiled_calls(monkeypatch, module, sample((1, 5, 12, 10), specials=False))
@@ -125,6 +129,42 @@ def test_one_group_chunks_start_at_register_tiles_and_read_all_of_x(monkeypatch)
     }
 
 
+DIRECT_SPLITS = [
+    # x, w, strides, groups, the chunks' first output rows ("channels": by output channels or groups)
+    ((1, 3, 224, 224), (24, 3, 3, 3), (2, 2), 1, [0, 56]),  # ShuffleNet's stem: rows of 7 vectors
+    ((1, 3, 20, 21), (24, 3, 3, 3), (1, 1), 1, [0, 10]),  # rows of 2 vectors: tiles of 1 row
+    ((1, 3, 23, 12), (20, 3, 3, 3), (1, 1), 1, [0, 12]),  # rows of 1 vector: tiles of 3 rows
+    ((1, 3, 5, 12), (24, 3, 3, 3), (1, 1), 1, "channels"),  # fewer than two tiles of rows
+    ((1, 8, 20, 21), (16, 4, 3, 3), (1, 1), 2, "channels"),  # two groups
+]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, strides, groups, first_rows", DIRECT_SPLITS)
+def test_one_group_direct_convs_split_by_output_rows(monkeypatch, x_shape, w_shape, strides, groups, first_rows):
+    """`ukernels.DIRECT_ROW_SPLIT`: the direct conv of one group on one image splits by output
+    rows, chunks from multiples of its row tiles (`direct_conv.tile_rows`), each calling the
+    ukernel for its rows (`_oh<first>to<end>`) with all output channels; with fewer than two row
+    tiles, or groups, by output channels (groups). NaN and inf in x's first and last rows, the
+    interpreter's results."""
+    monkeypatch.setattr(CpuSchedule, "lanes_conv", lambda self, op: False)
+    monkeypatch.setattr(CpuSchedule, "conv_gemm", lambda self, op: False)
+    x = sample(x_shape, specials=False)
+    x[0, -1, [0, -1], [1, -2]] = [np.nan, -np.inf]
+    module = conv_block(x_shape, w_shape, strides, (1, 1, 1, 1), groups, "bias_relu")
+    executable, calls = compiled_calls(monkeypatch, module, x)
+    (step,) = executable.steps
+    out_h = module.body.block.first_op.function_type.outputs.data[0].get_shape()[2]
+    chunks = sorted(callee for name, callee in calls.items() if name != step.name)
+    assert all(callee.startswith(direct_conv.PREFIX) for callee in calls.values())
+    if first_rows == "channels":
+        assert not any("_oh" in callee for callee in chunks)
+        return
+    assert [begin for _, begin in step.kernel.chunks] == first_rows
+    assert all(begin % direct_conv.tile_rows(x_shape[3]) == 0 for begin in first_rows)
+    ends = [*first_rows[1:], out_h]
+    assert chunks == sorted(output_rows.chunk_name(calls[step.name], *rows) for rows in zip(first_rows, ends))
+
+
 def test_one_thread_and_small_convs_stay_whole():
     """At one thread, or below split-rows' min-work, the conv of one image is one call."""
     large = conv_block((1, 5, 12, 10), (21, 5, 3, 3), padding=(1, 1, 1, 1))  # 226800 flops
@@ -135,10 +175,12 @@ def test_one_thread_and_small_convs_stay_whole():
 
 
 @settings(max_examples=10, deadline=None)
-@given(conv=ukernel_convs(), out_channels=st.integers(9, 21), seed=st.integers(0, 2**16))
-def test_any_direct_conv_of_one_image_matches_the_interpreter_on_two_threads(conv, out_channels, seed):
+@given(conv=ukernel_convs(), out_channels=st.integers(9, 21), seed=st.integers(0, 2**16), by_rows=st.booleans())
+def test_any_direct_conv_of_one_image_matches_the_interpreter_on_two_threads(conv, out_channels, seed, by_rows):
     """ukernel_convs' convs on one image, those of one group with 9-21 output channels: two
-    chunks, the first of 8 or 16 channels (AVX-512's tile of 8 channels, on any host)."""
+    chunks, by channels the first of 8 or 16 (AVX-512's tile of 8 channels, on any host); by
+    output rows (`ukernels.DIRECT_ROW_SPLIT`) from a multiple of the ukernel's row tiles where
+    there are two or more, else by channels."""
     x_shape, w_shape, strides, dilations, padding, groups = conv
     x_shape, w_shape = (1, *x_shape[1:]), (out_channels if groups == 1 else w_shape[0], *w_shape[1:])
     rng = np.random.default_rng(seed)
@@ -148,9 +190,15 @@ def test_any_direct_conv_of_one_image_matches_the_interpreter_on_two_threads(con
         patch.setattr(CpuSchedule, "conv_gemm", lambda self, op: False)  # 1x1s and narrow outputs too
         patch.setattr(CpuSchedule, "lanes_conv", lambda self, op: False)  # 16 output channels too
         patch.setattr(direct_conv, "OUT_CHANNELS", 8)
-        executable, _ = compiled_calls(patch, module, rng.standard_normal(x_shape).astype(np.float32))
+        patch.setattr(ukernels, "DIRECT_ROW_SPLIT", by_rows)
+        executable, calls = compiled_calls(patch, module, rng.standard_normal(x_shape).astype(np.float32))
     (step,) = executable.steps
-    if groups == 1:
+    _, _, out_h, out_w = module.body.block.first_op.function_type.outputs.data[0].get_shape()
+    if groups == 1 and by_rows and out_h >= 2 * direct_conv.tile_rows(out_w):
+        begins = [begin for _, begin in step.kernel.chunks]
+        assert len(begins) == 2 and begins[1] % direct_conv.tile_rows(out_w) == 0
+        assert all("_oh" in callee for name, callee in calls.items() if name != step.name)
+    elif groups == 1:
         assert [begin for _, begin in step.kernel.chunks] == [0, 8 if out_channels <= 16 else 16]
 
 
@@ -313,6 +361,9 @@ OUTPUT_ROW_CHUNKS = [
     ((1, 3, 29, 13), (24, 3, 7, 7), (2, 2), (1, 1), (3, 3, 3, 3), "lanes"),  # a 7x7/2 stem
     ((1, 6, 29, 13), (9, 6, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1), "winograd"),  # odd output rows: a half tile
     ((1, 5, 30, 9), (9, 5, 3, 3), (1, 1), (1, 1), (0, 1, 2, 1), "winograd"),  # uneven padding
+    ((1, 3, 15, 13), (24, 3, 3, 3), (2, 2), (1, 1), (1, 1, 1, 1), "direct"),  # rows of one vector: tiles of 3 rows
+    ((1, 4, 17, 40), (24, 4, 5, 5), (1, 1), (2, 2), (3, 1, 2, 4), "direct"),  # rows of 3 vectors, the last 2 lanes
+    ((1, 3, 29, 45), (20, 3, 7, 7), (2, 2), (1, 1), (3, 3, 3, 3), "direct"),  # a 7x7/2 stem, rows of 2 vectors
 ]
 
 
@@ -324,6 +375,7 @@ def test_output_row_chunks_copy_the_rows_of_x_they_read(monkeypatch, x_shape, w_
     NaN and inf in x's first, middle and last rows, each chunk's results the interpreter's."""
     monkeypatch.setattr(CpuSchedule, "lanes_conv", lambda self, op: ukernel == "lanes")
     monkeypatch.setattr(CpuSchedule, "winograd_conv", lambda self, op: ukernel == "winograd")
+    monkeypatch.setattr(CpuSchedule, "conv_gemm", lambda self, op: False)
     g = GraphBuilder()
     w = g.constant(sample(w_shape, seed=1, specials=False))
     module = g.finish(g.relu(g.conv2d(g.input("x", x_shape), w, strides=strides, dilations=dilations, padding=padding)))
@@ -335,7 +387,8 @@ def test_output_row_chunks_copy_the_rows_of_x_they_read(monkeypatch, x_shape, w_
     (kernel,) = (f for f in functions.values() if f.attributes.get("graph.row_chunks"))
     out_h = module.body.block.first_op.function_type.outputs.data[0].get_shape()[2]
     whole_call = next(op for op in kernel.walk() if isinstance(op, func.CallOp))
-    assert whole_call.callee.string_value().startswith({"lanes": conv_lanes.PREFIX, "winograd": conv_winograd.PREFIX}[ukernel])
+    prefixes = {"lanes": conv_lanes.PREFIX, "winograd": conv_winograd.PREFIX, "direct": direct_conv.PREFIX}
+    assert whole_call.callee.string_value().startswith(prefixes[ukernel])
     whole = _writes_into(kernel, whole_call.arguments[0])
     chunk_names = [pair.data[0].data for pair in kernel.attributes["graph.row_chunks"].data]
     assert len(chunk_names) == 2

@@ -1,32 +1,58 @@
 // split-rows on convolutions of one image: a conv ukernel call and its epilogue run as chunks
-// of output channels (a kernel of one image has one row). A conv of one group slices w, out
-// and the epilogue's operands by output channel, chunks starting at multiples of 8 (the direct
-// ukernel's register tile), and each chunk copies all of x into its own phases (conv_gemm.mlir:
-// the convs that run as the GEMM); a grouped conv slices by groups, x (through its phases) too;
-// a depthwise one by input channels; the lanes conv of one register tile of output channels
-// or whose x outweighs half its w, and the Winograd conv of many positions per output channel,
-// run by output rows instead (the last cases).
+// of output channels (a kernel of one image has one row). A conv of one group on the direct
+// ukernel runs by output rows where it has two of the ukernel's row tiles or more (the first
+// case), else by output channels: it slices w, out and the epilogue's operands by output
+// channel, chunks starting at multiples of 8 (the direct ukernel's register tile), and each chunk
+// copies all of x into its own phases (conv_gemm.mlir: the convs that run as the GEMM); a grouped
+// conv slices by groups, x (through its phases) too; a depthwise one by input channels; the
+// lanes conv of one register tile of output channels or whose x outweighs half its w, and the
+// Winograd conv of many positions per output channel, run by output rows too (the last cases).
 
 // RUN: graph-opt %s --split-input-file --fuse --lower-to-linalg | graph-opt --split-input-file -p 'split-rows{threads=2 min-work=0}' | filecheck %s
 
-// 12 output channels: 8 and 4. Bytes per channel: w 8 * 3 * 3 * 4 = 288, bias 4, residual and out 7 * 9 * 4 = 252.
+// 8->12 channels at 7 x 9, on the direct ukernel: by output rows, from a multiple of its row
+// tiles (3 rows of one vector with AVX-512, one row without: 6 + 1 or 4 + 3). Each chunk is a
+// function of its own, pads the rows of x its output rows read into its own phases and calls the
+// ukernel for its rows (_oh<first>to<end>) with all 12 channels, every argument passed whole.
 // CHECK-LABEL: func.func @fused_conv2d_add_relu_0(%0: memref<1x8x7x9xf32>, %1: memref<12x8x3x3xf32>, %2: memref<12x1x1xf32>, %3: memref<1x12x7x9xf32>, %4: memref<1x12x7x9xf32>)
-// CHECK-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_add_relu_0_rows8", 0 : i64], ["fused_conv2d_add_relu_0_rows4", 8 : i64]]
-// CHECK-SAME:    graph.row_bytes = array<i64: 0, 288, 4, 252, 252>
-// CHECK:       func.func @fused_conv2d_add_relu_0_rows4(%0: memref<1x8x7x9xf32>, %1: memref<4x8x3x3xf32>, %2: memref<4x1x1xf32>, %3: memref<1x4x7x9xf32>, %4: memref<1x4x7x9xf32>)
+// CHECK-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_add_relu_0_oh0to[[END:[0-9]+]]", 0 : i64], ["fused_conv2d_add_relu_0_oh[[END]]to7", [[END]] : i64]]
+// CHECK-SAME:    graph.row_bytes = array<i64: 0, 0, 0, 0, 0>
+// CHECK:       func.func @fused_conv2d_add_relu_0_oh0to[[END]](%0: memref<1x8x7x9xf32>, %1: memref<12x8x3x3xf32>, %2: memref<12x1x1xf32>, %3: memref<1x12x7x9xf32>, %4: memref<1x12x7x9xf32>)
 // CHECK-NEXT:    %[[PHASES:.*]] = memref.alloc() : memref<1x8x1x1x117xf32>
-// The bias and residual are the tile epilogue's operands, sliced with w and out (no loop nest after the call).
-// CHECK:         func.call @graphopt_sconv_direct_r11_d1x1_eaddAP0.addS0R.maxS1C00000000_1x8x1x1x117_4x8x3x3_4x1x1_1x4x7x9_1x4x7x9(%[[PHASES]], %1, %2, %3, %4)
+// CHECK:         func.call @graphopt_sconv_direct_r11_d1x1_eaddAP0.addS0R.maxS1C00000000_1x8x1x1x117_12x8x3x3_12x1x1_1x12x7x9_1x12x7x9_oh0to[[END]](%[[PHASES]], %1, %2, %3, %4)
 // CHECK-NOT:     linalg.generic
 // CHECK:         func.return
-// CHECK:       func.func @fused_conv2d_add_relu_0_rows8(%0: memref<1x8x7x9xf32>, %1: memref<8x8x3x3xf32>, %2: memref<8x1x1xf32>, %3: memref<1x8x7x9xf32>, %4: memref<1x8x7x9xf32>)
-// CHECK:         func.call @graphopt_sconv_direct_r11_d1x1_eaddAP0.addS0R.maxS1C00000000_1x8x1x1x117_8x8x3x3_8x1x1_1x8x7x9_1x8x7x9(
+// CHECK:       func.func @fused_conv2d_add_relu_0_oh[[END]]to7(
+// CHECK:         func.call @graphopt_sconv_direct_r11_d1x1_eaddAP0.addS0R.maxS1C00000000_1x8x1x1x117_12x8x3x3_12x1x1_1x12x7x9_1x12x7x9_oh[[END]]to7(
 func.func @main(%x: tensor<1x8x7x9xf32>, %w: tensor<12x8x3x3xf32>, %b: tensor<12x1x1xf32>, %r: tensor<1x12x7x9xf32>) -> tensor<1x12x7x9xf32> {
   %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x7x9xf32>, tensor<12x8x3x3xf32>) -> tensor<1x12x7x9xf32>
   %1 = graph.add %0, %b : (tensor<1x12x7x9xf32>, tensor<12x1x1xf32>) -> tensor<1x12x7x9xf32>
   %2 = graph.add %1, %r : (tensor<1x12x7x9xf32>, tensor<1x12x7x9xf32>) -> tensor<1x12x7x9xf32>
   %3 = graph.relu %2 : tensor<1x12x7x9xf32>
   func.return %3 : tensor<1x12x7x9xf32>
+}
+
+// -----
+
+// The same at one output row (1 x 9), less than two row tiles on any host: by output channels,
+// 8 and 4. Bytes per channel: w 8 * 3 * 3 * 4 = 288, bias 4, residual and out 9 * 4 = 36.
+// CHECK-LABEL: func.func @fused_conv2d_add_relu_0(%0: memref<1x8x1x9xf32>, %1: memref<12x8x3x3xf32>, %2: memref<12x1x1xf32>, %3: memref<1x12x1x9xf32>, %4: memref<1x12x1x9xf32>)
+// CHECK-SAME:    graph.row_chunks = {{\[}}["fused_conv2d_add_relu_0_rows8", 0 : i64], ["fused_conv2d_add_relu_0_rows4", 8 : i64]]
+// CHECK-SAME:    graph.row_bytes = array<i64: 0, 288, 4, 36, 36>
+// CHECK:       func.func @fused_conv2d_add_relu_0_rows4(%0: memref<1x8x1x9xf32>, %1: memref<4x8x3x3xf32>, %2: memref<4x1x1xf32>, %3: memref<1x4x1x9xf32>, %4: memref<1x4x1x9xf32>)
+// CHECK-NEXT:    %[[PHASES:.*]] = memref.alloc() : memref<1x8x1x1x[[LENGTH:[0-9]+]]xf32>
+// The bias and residual are the tile epilogue's operands, sliced with w and out (no loop nest after the call).
+// CHECK:         func.call @graphopt_sconv_direct_r11_d1x1_eaddAP0.addS0R.maxS1C00000000_1x8x1x1x[[LENGTH]]_4x8x3x3_4x1x1_1x4x1x9_1x4x1x9(%[[PHASES]], %1, %2, %3, %4)
+// CHECK-NOT:     linalg.generic
+// CHECK:         func.return
+// CHECK:       func.func @fused_conv2d_add_relu_0_rows8(%0: memref<1x8x1x9xf32>, %1: memref<8x8x3x3xf32>, %2: memref<8x1x1xf32>, %3: memref<1x8x1x9xf32>, %4: memref<1x8x1x9xf32>)
+// CHECK:         func.call @graphopt_sconv_direct_r11_d1x1_eaddAP0.addS0R.maxS1C00000000_1x8x1x1x[[LENGTH]]_8x8x3x3_8x1x1_1x8x1x9_1x8x1x9(
+func.func @main(%x: tensor<1x8x1x9xf32>, %w: tensor<12x8x3x3xf32>, %b: tensor<12x1x1xf32>, %r: tensor<1x12x1x9xf32>) -> tensor<1x12x1x9xf32> {
+  %0 = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x1x9xf32>, tensor<12x8x3x3xf32>) -> tensor<1x12x1x9xf32>
+  %1 = graph.add %0, %b : (tensor<1x12x1x9xf32>, tensor<12x1x1xf32>) -> tensor<1x12x1x9xf32>
+  %2 = graph.add %1, %r : (tensor<1x12x1x9xf32>, tensor<1x12x1x9xf32>) -> tensor<1x12x1x9xf32>
+  %3 = graph.relu %2 : tensor<1x12x1x9xf32>
+  func.return %3 : tensor<1x12x1x9xf32>
 }
 
 // -----
