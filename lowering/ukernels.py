@@ -274,9 +274,12 @@ DIRECT_ROW_SPLIT = True
 """Whether the direct conv of one group on one image splits by output rows (whole row tiles:
 `direct_conv.tile_rows`) rather than by output channels. A chunk of channels pads all of x into
 stride phases of its own and reads its share of w, a chunk of rows pads and reads its rows of x
-and all of w; the direct ukernel's one-group convs are stems (3 input channels, a few KB of w)
-whose channels do not fill the lanes ukernel's vectors, split unevenly by its tiles of
-`direct_conv.OUT_CHANNELS` (ShuffleNet's 3->24 3x3/2 at 224: 16 + 8 channels)."""
+and all of w. With AVX-512 the direct ukernel's one-group convs in the light zoo and the built
+models are stems (3 input channels, a few KB of w) that conv_lanes and the conv GEMM do not
+take. Measured on 2026-11-29 (Emerald Rapids, 2 threads, each step in plan order in the model,
+both plans in one process, 30 passes, two pairs), rows / channels: ShuffleNet-v2's 3->24 3x3/2 at
+224, split 16 + 8 by `direct_conv.OUT_CHANNELS`, 0.902 and 0.932 (151 -> 137 us); the zoo
+ShuffleNet's 1.014 and 0.988; ZFNet's 3->96 7x7/2 at 224 0.989 and 0.998."""
 LANES_ROW_SPLIT_X_OVER_W = 0.5
 """The lanes conv on one image of more tiles of output channels splits by output rows where its x
 (the phases) holds more than this many times the floats of its packed w; 0: never. A chunk of
@@ -346,7 +349,7 @@ def conv_input_read(ukernel_call: func.CallOp, first: int, end: int) -> tuple[in
         return 2, *conv_winograd.rows_read(types[0].get_shape(), first, end)
     if kind is conv_lanes and rank == 5:
         return 4, *conv_lanes.phases_read(name, types, first, end)
-    if kind is direct_conv:
+    if kind is direct_conv and rank == 5:
         return 4, *direct_conv.phases_read(name, types, first, end)
     return None
 
